@@ -1,0 +1,119 @@
+// The Backend interface: the whole contract between the tracer and every backend.
+//
+// Every real backend (llvm, cuda) and every decorator (record, count) implements it. The
+// operations are the unit of recording, so they are few and explicit; add one only with the
+// checklist in STYLE.md. A backend never sees tracer variables: only pointers, sizes,
+// kernels in the neutral IR, and size provenance (backend/ir/size_expr.h).
+//
+// Thread safety: every method may be called concurrently from several threads.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "backend/ir/kernel_ir.h"
+#include "backend/ir/size_expr.h"
+#include "backend/ir/types.h"
+
+namespace ff {
+
+/// Direction of a copy. Persisted: never renumber.
+enum class CopyKind : uint8_t { HostToDevice = 0, DeviceToHost = 1, DeviceToDevice = 2 };
+const char* to_string(CopyKind k);
+
+/// Reduction operators. Persisted: never renumber.
+enum class ReduceOp : uint8_t { Sum = 0, Prod = 1, Min = 2, Max = 3, And = 4, Or = 5 };
+const char* to_string(ReduceOp op);
+
+/// Counters for tests and benchmarks. Not recorded.
+struct BackendStats {
+  uint64_t compiles = 0;         // kernels compiled (cache misses)
+  uint64_t cache_hits = 0;       // compile() answered from the kernel cache
+  uint64_t launches = 0;         // kernel launches
+  uint64_t reductions = 0;       // reduce + prefix_sum + compress calls
+  uint64_t allocs = 0;           // alloc() calls
+  uint64_t bytes_allocated = 0;  // bytes currently allocated (live buffers)
+  uint64_t peak_bytes = 0;       // high-water mark of bytes_allocated since creation or reset
+  uint64_t copies = 0;           // copy() calls
+  uint64_t host_reads = 0;       // DeviceToHost copies (and compress counts read back)
+  uint64_t generation = 0;       // kernel-cache generation, bumped by flush_kernels()
+};
+
+/// A compiled kernel. Reference-counted so a flush never pulls code from under a launch.
+/// It keeps the IR it was compiled from, so a decorator (the recorder) can store a launched
+/// kernel without copying IR on every compile.
+class CompiledKernel {
+ public:
+  virtual ~CompiledKernel() = default;
+  const Hash128& hash() const { return ir_->hash; }
+  const KernelIR& ir() const { return *ir_; }
+  const std::shared_ptr<const KernelIR>& ir_ptr() const { return ir_; }
+
+ protected:
+  explicit CompiledKernel(std::shared_ptr<const KernelIR> ir) : ir_(std::move(ir)) {}
+
+ private:
+  std::shared_ptr<const KernelIR> ir_;
+};
+using KernelHandle = std::shared_ptr<const CompiledKernel>;
+
+/// One kernel argument: a buffer pointer or a scalar bit pattern, in parameter order. A
+/// scalar that is a size (a gather's bound, a mean's count) carries its provenance.
+struct KernelArg {
+  uint64_t bits = 0;
+  SizeProv prov = {};
+
+  static KernelArg buffer(const void* p) { return {reinterpret_cast<uint64_t>(p), {}}; }
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  /// The stack's spec, e.g. "llvm" or "record:llvm".
+  virtual std::string name() const = 0;
+
+  /// Memory for `count` elements of `type` (count may be 0; the result is then still a
+  /// unique non-null pointer). `prov` says where `count` came from. Throws ff::BackendError.
+  virtual void* alloc(ScalarType type, size_t count, SizeProv prov) = 0;
+  /// Returns memory from alloc(). Never throws.
+  virtual void release(void* ptr) noexcept = 0;
+
+  /// Copies `bytes` bytes; host pointers are plain process memory.
+  virtual void copy(void* dst, const void* src, size_t bytes, CopyKind kind) = 0;
+  /// Fills `count` elements of `elem_size` (1, 2, 4 or 8) bytes with the low bytes of `value`.
+  virtual void fill(void* ptr, size_t count, uint32_t elem_size, uint64_t value) = 0;
+
+  /// Compiles (or finds in the cache, keyed by ir.hash) a kernel. Throws ff::BackendError.
+  virtual KernelHandle compile(const KernelIR& ir) = 0;
+  /// Drops the kernel cache and bumps the generation; handles held elsewhere stay valid.
+  virtual void flush_kernels() = 0;
+  virtual BackendStats stats() const = 0;
+  /// Resets peak_bytes to the current bytes_allocated (for measuring one stretch of work).
+  virtual void reset_peak() = 0;
+
+  /// Runs `kernel` for indices [0, size). `args` follow the kernel's parameter order.
+  virtual void launch(const KernelHandle& kernel, size_t size, SizeProv prov,
+                      std::span<const KernelArg> args) = 0;
+
+  /// out[0] = op over in[0, count) (identity when count == 0).
+  virtual void reduce(ReduceOp op, ScalarType type, const void* in, size_t count, void* out) = 0;
+  /// Inclusive or exclusive running sum of in[0, count) into out[0, count).
+  virtual void prefix_sum(ScalarType type, bool exclusive, const void* in, size_t count,
+                          void* out) = 0;
+  /// Writes the indices (UInt32) of the true entries of the Bool array mask[0, count) to out
+  /// (capacity count), in order, and returns how many (a sync point).
+  virtual size_t compress(const void* mask, size_t count, void* out) = 0;
+
+  /// Waits until all queued work has finished.
+  virtual void sync() = 0;
+
+  /// A size decision made by the tracer or user code. Real backends ignore it; the
+  /// recorder keeps it and checks it at replay.
+  virtual void guard(const SizeGuard& guard, bool outcome) = 0;
+};
+
+}  // namespace ff

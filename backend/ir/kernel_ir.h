@@ -1,0 +1,107 @@
+// The backend-neutral kernel IR: what the tracer emits, backends compile and recordings store.
+//
+// A kernel is a straight-line SSA program executed once per element index i in [0, size).
+// Instruction k defines value k; operands refer to earlier instructions by index. Sizes never
+// appear in the IR (a gather's bound is a Scalar parameter), so the same code at another size
+// hashes to the same kernel. docs/kernel-ir.md describes every opcode's semantics.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backend/ir/types.h"
+#include "common/hash.h"
+
+namespace ff {
+
+/// IR opcodes. Persisted: never renumber, only append.
+enum class IrOp : uint8_t {
+  // Leaves.
+  Index = 0,          // element index i, converted to `type`
+  Literal = 1,        // imm: bit pattern of a `type` value (bool: 0/1, float32: low 32 bits)
+  Scalar = 2,         // a: index of a Scalar parameter; value is uniform over the launch
+  Load = 3,           // a: buffer parameter; value = buf[i]
+  LoadBroadcast = 4,  // a: buffer parameter; value = buf[0] (size-1 operand)
+  Gather = 5,         // a: buffer param, b: index value, c: mask value (Bool), d: Scalar param
+                      // holding the buffer's element count. Reads 0 where masked or out of range.
+  // Side effects (type = the stored element type; they define no usable value).
+  Store = 6,       // a: buffer param, b: value. buf[i] = value
+  Scatter = 7,     // a: buffer param, b: index, c: mask, d: value, e: Scalar param (bound).
+                   // Writes are dropped where masked or out of range.
+  ScatterAdd = 8,  // as Scatter, but an atomic buf[index] += value
+  // Unary (a).
+  Neg = 9, Not = 10, Abs = 11, Sqrt = 12, Exp = 13, Log = 14, Sin = 15, Cos = 16,
+  Floor = 17, Ceil = 18,
+  Cast = 19,     // numeric conversion from the type of a to `type`
+  Bitcast = 20,  // reinterpretation; both types have the same width
+  // Binary (a, b).
+  Add = 21, Sub = 22, Mul = 23, Div = 24, Mod = 25, Min = 26, Max = 27,
+  And = 28, Or = 29, Xor = 30, Shl = 31, Shr = 32,
+  Eq = 33, Ne = 34, Lt = 35, Le = 36, Gt = 37, Ge = 38,  // type = Bool; operands share a type
+  // Ternary.
+  Fma = 39,     // a * b + c (fused for floats)
+  Select = 40,  // a: Bool mask, b: value if true, c: value if false
+};
+inline constexpr int kNumIrOps = 41;
+const char* to_string(IrOp op);
+
+inline constexpr uint32_t kNoOperand = 0xFFFFFFFFu;
+
+/// Optional behaviour bits of an instruction.
+enum IrFlags : uint16_t {
+  /// Gather/Scatter/ScatterAdd: report the first out-of-range index through the debug report
+  /// buffer parameter named in `imm` (FF_DEBUG=1). Word 0 of that UInt64 buffer receives
+  /// index + 1 of an offending access (0 = none).
+  kIrFlagReportRange = 1,
+};
+
+struct IrInstr {
+  IrOp op;
+  ScalarType type;  // result type (side effects: the stored element type)
+  uint16_t flags = 0;
+  uint32_t a = kNoOperand, b = kNoOperand, c = kNoOperand, d = kNoOperand, e = kNoOperand;
+  uint64_t imm = 0;
+  friend bool operator==(const IrInstr&, const IrInstr&) = default;
+};
+static_assert(sizeof(IrInstr) == 32);
+
+/// How a kernel parameter is passed: a buffer pointer or a 64-bit scalar value.
+enum class ParamKind : uint8_t {
+  BufferIn = 0,     // read only
+  BufferOut = 1,    // written only (Store)
+  BufferInOut = 2,  // read and written (Scatter, ScatterAdd, debug report)
+  Scalar = 3,       // a 64-bit value (bit pattern of `type`)
+};
+const char* to_string(ParamKind k);
+
+struct IrParam {
+  ParamKind kind;
+  ScalarType type;  // element type of the buffer, or type of the scalar
+  friend bool operator==(const IrParam&, const IrParam&) = default;
+};
+
+/// A kernel: parameters plus instructions. `hash` is XXH3-128 of `serialize()`.
+struct KernelIR {
+  std::vector<IrParam> params;
+  std::vector<IrInstr> instrs;
+  Hash128 hash;
+
+  /// Canonical bytes (the identity of the kernel; what recordings store).
+  std::vector<std::byte> serialize() const;
+  /// Parses bytes from serialize(); throws ff::FormatError naming the problem.
+  static KernelIR deserialize(std::span<const std::byte> bytes);
+  /// Recomputes `hash` from the canonical bytes.
+  void finalize();
+  /// Checks operand indices, types and parameter kinds; throws ff::Error naming the
+  /// instruction. Backends call it before compiling IR they did not build themselves.
+  void validate() const;
+  /// Human-readable listing, one instruction per line.
+  std::string to_string() const;
+};
+
+/// A kernel argument as passed to a launch: the pointer or scalar bit pattern.
+using KernelArgBits = uint64_t;
+
+}  // namespace ff

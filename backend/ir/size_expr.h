@@ -1,0 +1,49 @@
+// Size provenance as the tracer hands it to backends: where an element count came from.
+//
+// A size expression is a postfix sequence of nodes over constants and the logical sizes of
+// live buffers (named by pointer). The recorder maps those pointers to slots, which is how a
+// recording learns that an allocation has `width(x) - 1` elements rather than a constant.
+// An empty span means "no provenance": the size is a plain constant.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace ff {
+
+/// Node kinds of a size expression. Persisted: never renumber.
+enum class SizeOp : uint8_t {
+  Const = 0,       // value
+  BufferSize = 1,  // logical element count of the live buffer at `buffer`
+  Add = 2, Sub = 3, Mul = 4,
+  Div = 5,  // floor division; division by zero is refused
+  Min = 6, Max = 7,
+};
+const char* to_string(SizeOp op);
+
+struct SizeNode {
+  SizeOp op;
+  uint64_t value = 0;            // Const: the constant; BufferSize: the size while tracing
+  const void* buffer = nullptr;  // BufferSize
+};
+
+/// A size expression in postfix order; empty = a plain constant without provenance.
+using SizeProv = std::span<const SizeNode>;
+
+/// Comparison of two sizes, as recorded by guards.
+enum class SizeCmp : uint8_t { Eq = 0, Ne = 1, Lt = 2, Le = 3, Gt = 4, Ge = 5 };
+const char* to_string(SizeCmp c);
+
+/// A size decision the tracer or user code made: `lhs cmp rhs` had outcome `outcome`.
+struct SizeGuard {
+  SizeCmp cmp;
+  SizeProv lhs, rhs;
+  uint64_t lhs_value = 0, rhs_value = 0;  // the values compared while tracing
+  const char* what = "";                  // who decided (e.g. "operand sizes of add")
+};
+
+/// Renders a postfix expression for messages ("(size(0x..) - 1)").
+std::string to_string(SizeProv prov);
+
+}  // namespace ff

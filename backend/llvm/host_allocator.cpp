@@ -1,0 +1,149 @@
+// Caching allocator. Each block carries a 64-byte header in front of the user pointer with its
+// size class and requested size, so release() needs no lookup table.
+#include "backend/llvm/host_allocator.h"
+
+#include <bit>
+#include <cstdlib>
+#include <string>
+
+#include "common/log.h"
+#include "freezeframe/errors.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define FF_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define FF_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define FF_POISON(p, n) ((void)(p), (void)(n))
+#define FF_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+namespace ff::llvm_backend {
+namespace {
+
+constexpr size_t kAlign = 64;
+constexpr uint64_t kLiveMagic = 0xFF0A110C'11FE0000ull;
+constexpr uint64_t kFreeMagic = 0xFF0A110C'CAC4ED00ull;
+
+struct alignas(kAlign) Header {
+  uint64_t magic;
+  uint64_t bytes;  // requested bytes
+  uint32_t cls;    // size class index
+};
+static_assert(sizeof(Header) == kAlign);
+
+Header* header_of(void* p) { return static_cast<Header*>(p) - 1; }
+
+}  // namespace
+
+HostAllocator::SizeClass HostAllocator::size_class(size_t bytes) {
+  // Up to 1 KiB: multiples of 64 (classes 0..15). Above: four classes per power of two.
+  if (bytes <= 1024) {
+    size_t n = bytes == 0 ? 1 : (bytes + 63) / 64;
+    return {static_cast<unsigned>(n - 1), n * 64};
+  }
+  unsigned k = 63 - static_cast<unsigned>(std::countl_zero(bytes - 1));  // 2^k < bytes <= 2^(k+1)
+  size_t base = size_t{1} << k, step = base >> 2;
+  size_t m = (bytes - base + step - 1) / step;  // 1..4
+  return {16 + (k - 10) * 4 + static_cast<unsigned>(m - 1), base + m * step};
+}
+
+HostAllocator::~HostAllocator() { trim(); }
+
+void* HostAllocator::alloc(size_t bytes) {
+  if (bytes > (size_t{1} << 60))
+    throw BackendError("llvm backend: allocation of " + std::to_string(bytes) +
+                       " bytes is too large");
+  SizeClass sc = size_class(bytes);
+  void* user = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    auto& list = free_[sc.index];
+    if (!list.empty()) {
+      user = list.back();
+      list.pop_back();
+      cached_ -= sc.bytes;
+    }
+    bytes_ += bytes;
+    peak_ = std::max(peak_, bytes_);
+  }
+  if (!user) {
+    void* raw = std::aligned_alloc(kAlign, sizeof(Header) + sc.bytes);
+    if (!raw) {
+      trim();  // the cache may hold what we need, in other classes
+      raw = std::aligned_alloc(kAlign, sizeof(Header) + sc.bytes);
+    }
+    if (!raw) {
+      std::lock_guard lock(mutex_);
+      bytes_ -= bytes;
+      throw BackendError("llvm backend: out of memory allocating " + std::to_string(bytes) +
+                         " bytes");
+    }
+    user = static_cast<Header*>(raw) + 1;
+  }
+  FF_UNPOISON(user, sc.bytes);
+  Header* h = header_of(user);
+  h->magic = kLiveMagic;
+  h->bytes = bytes;
+  h->cls = sc.index;
+  return user;
+}
+
+void HostAllocator::release(void* ptr) noexcept {
+  if (!ptr)
+    return;
+  Header* h = header_of(ptr);
+  if (h->magic != kLiveMagic) {
+    ff::logging::llvm().error("release({}): not a live block of this backend (double release?)",
+                          ptr);
+    return;
+  }
+  h->magic = kFreeMagic;
+  size_t class_bytes = size_class(h->bytes).bytes;
+  FF_POISON(ptr, class_bytes);
+  std::lock_guard lock(mutex_);
+  bytes_ -= h->bytes;
+  try {
+    free_[h->cls].push_back(ptr);
+    cached_ += class_bytes;
+  } catch (...) {  // the cache could not grow: give the block back instead
+    std::free(h);
+  }
+}
+
+void HostAllocator::trim() noexcept {
+  std::lock_guard lock(mutex_);
+  trim_locked();
+}
+
+void HostAllocator::trim_locked() noexcept {
+  for (auto& list : free_) {
+    for (void* p : list)
+      std::free(header_of(p));
+    list.clear();
+    list.shrink_to_fit();
+  }
+  cached_ = 0;
+}
+
+uint64_t HostAllocator::bytes_allocated() const {
+  std::lock_guard lock(mutex_);
+  return bytes_;
+}
+
+uint64_t HostAllocator::peak_bytes() const {
+  std::lock_guard lock(mutex_);
+  return peak_;
+}
+
+uint64_t HostAllocator::cached_bytes() const {
+  std::lock_guard lock(mutex_);
+  return cached_;
+}
+
+void HostAllocator::reset_peak() {
+  std::lock_guard lock(mutex_);
+  peak_ = bytes_;
+}
+
+}  // namespace ff::llvm_backend

@@ -1,0 +1,589 @@
+// Neutral kernel IR -> LLVM IR. Emits explicit vector code directly (no optimisation passes
+// are needed for good machine code), so compiling a kernel costs little more than codegen.
+#include "backend/llvm/llvm_codegen.h"
+
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <vector>
+
+#include "freezeframe/errors.h"
+
+namespace ff::llvm_backend {
+namespace {
+
+using llvm::Type;
+using llvm::Value;
+namespace Intr = llvm::Intrinsic;
+
+class KernelEmitter {
+ public:
+  KernelEmitter(const KernelIR& ir, const CodegenTarget& target, LoopStyle style,
+                llvm::Module& module)
+      : ir_(ir),
+        target_(target),
+        style_(style),
+        ctx_(module.getContext()),
+        module_(module),
+        b_(ctx_),
+        w_(style == LoopStyle::Scalar ? 1 : target.lanes) {}
+
+  void emit(const std::string& name);
+
+ private:
+  // Types: Bool is i1 in registers and i8 in memory; values are <w x T> (T when w == 1).
+  Type* elem_ty(ScalarType t) {
+    switch (t) {
+      case ScalarType::Bool: return b_.getInt1Ty();
+      case ScalarType::Int32:
+      case ScalarType::UInt32: return b_.getInt32Ty();
+      case ScalarType::Int64:
+      case ScalarType::UInt64: return b_.getInt64Ty();
+      case ScalarType::Float32: return b_.getFloatTy();
+      case ScalarType::Float64: return b_.getDoubleTy();
+    }
+    return nullptr;
+  }
+  Type* mem_ty(ScalarType t) { return t == ScalarType::Bool ? b_.getInt8Ty() : elem_ty(t); }
+  Type* vec(Type* t) { return w_ > 1 ? llvm::FixedVectorType::get(t, w_) : t; }
+  Type* val_ty(ScalarType t) { return vec(elem_ty(t)); }
+  llvm::Align align_of(ScalarType t) { return llvm::Align(size_of(t)); }
+  Value* splat(Value* v) { return w_ > 1 ? b_.CreateVectorSplat(w_, v) : v; }
+
+  Value* konst(ScalarType t, uint64_t bits);
+  Value* from_bits(ScalarType t, Value* raw);
+  Value* to_reg(ScalarType t, Value* mem) {
+    return t == ScalarType::Bool ? b_.CreateICmpNE(mem, llvm::Constant::getNullValue(mem->getType()))
+                                 : mem;
+  }
+  Value* to_mem(ScalarType t, Value* reg) {
+    return t == ScalarType::Bool ? b_.CreateZExt(reg, vec(b_.getInt8Ty())) : reg;
+  }
+  Value* as_i64(uint32_t v);
+  Value* and_mask(Value* m, Value* tail) { return tail ? b_.CreateAnd(m, tail) : m; }
+
+  void hoist_uniforms();
+  void emit_body(Value* i, Value* tail);
+  Value* emit_instr(const IrInstr& in, Value* i, Value* tail);
+  Value* emit_index(ScalarType t, Value* i);
+  Value* emit_gather(const IrInstr& in, Value* tail);
+  void emit_scatter(const IrInstr& in, Value* tail);
+  void emit_scatter_add_lanes(const IrInstr& in, Value* ptrs_base, Value* idx, Value* val,
+                              Value* mask);
+  void emit_range_report(const IrInstr& in, Value* idx, Value* in_range, Value* mask);
+  Value* emit_unary(const IrInstr& in);
+  Value* emit_binary(const IrInstr& in);
+  Value* emit_compare(const IrInstr& in);
+  Value* emit_cast(ScalarType from, ScalarType to, Value* v);
+  llvm::BasicBlock* new_block(const char* name) {
+    return llvm::BasicBlock::Create(ctx_, name, fn_);
+  }
+
+  const KernelIR& ir_;
+  const CodegenTarget& target_;
+  LoopStyle style_;
+  llvm::LLVMContext& ctx_;
+  llvm::Module& module_;
+  llvm::IRBuilder<> b_;
+  unsigned w_;
+  llvm::Function* fn_ = nullptr;
+  Value* end_ = nullptr;
+  std::vector<Value*> raw_;      // per parameter: its 64-bit argument (nullptr if unused)
+  std::vector<Value*> ptr_;      // per buffer parameter: the pointer
+  std::vector<Value*> uniform_;  // per instruction: a value computed once before the loop
+  std::vector<Value*> vals_;     // per instruction: its value in the body being emitted
+};
+
+Value* KernelEmitter::konst(ScalarType t, uint64_t bits) {
+  Type* ty = val_ty(t);
+  switch (t) {
+    case ScalarType::Bool: return llvm::ConstantInt::get(ty, bits != 0 ? 1 : 0);
+    case ScalarType::Int32:
+    case ScalarType::UInt32: return llvm::ConstantInt::get(ty, bits & 0xFFFFFFFFu);
+    case ScalarType::Int64:
+    case ScalarType::UInt64: return llvm::ConstantInt::get(ty, bits);
+    case ScalarType::Float32:
+      return llvm::ConstantFP::get(
+          ty, llvm::APFloat(llvm::APFloat::IEEEsingle(), llvm::APInt(32, bits & 0xFFFFFFFFu)));
+    case ScalarType::Float64:
+      return llvm::ConstantFP::get(ty,
+                                   llvm::APFloat(llvm::APFloat::IEEEdouble(), llvm::APInt(64, bits)));
+  }
+  return nullptr;
+}
+
+// A scalar argument's 64-bit pattern -> one (unsplatted) value of type t.
+Value* KernelEmitter::from_bits(ScalarType t, Value* raw) {
+  switch (t) {
+    case ScalarType::Bool: return b_.CreateICmpNE(raw, b_.getInt64(0));
+    case ScalarType::Int32:
+    case ScalarType::UInt32: return b_.CreateTrunc(raw, b_.getInt32Ty());
+    case ScalarType::Int64:
+    case ScalarType::UInt64: return raw;
+    case ScalarType::Float32: return b_.CreateBitCast(b_.CreateTrunc(raw, b_.getInt32Ty()), b_.getFloatTy());
+    case ScalarType::Float64: return b_.CreateBitCast(raw, b_.getDoubleTy());
+  }
+  return nullptr;
+}
+
+// An integer index operand widened to i64: signed types sign-extend, so negative indices become
+// huge unsigned values and fail the `< bound` test.
+Value* KernelEmitter::as_i64(uint32_t v) {
+  ScalarType t = ir_.instrs[v].type;
+  Value* x = vals_[v];
+  Type* i64 = vec(b_.getInt64Ty());
+  if (size_of(t) == 8)
+    return x;
+  return is_signed_int(t) ? b_.CreateSExt(x, i64) : b_.CreateZExt(x, i64);
+}
+
+void KernelEmitter::emit(const std::string& name) {
+  auto* fn_ty = llvm::FunctionType::get(b_.getVoidTy(),
+                                        {b_.getInt64Ty(), b_.getInt64Ty(), b_.getPtrTy()}, false);
+  fn_ = llvm::Function::Create(fn_ty, llvm::Function::ExternalLinkage, name, module_);
+  fn_->addFnAttr(llvm::Attribute::NoUnwind);
+  fn_->addFnAttr("target-cpu", target_.cpu);
+  fn_->addFnAttr("target-features", target_.features);
+  if (target_.avx512) {
+    // Without these, several x86 tunings split 512-bit vectors into 256-bit halves.
+    fn_->addFnAttr("prefer-vector-width", "512");
+    fn_->addFnAttr("min-legal-vector-width", "512");
+  }
+  fn_->addParamAttr(2, llvm::Attribute::NoCapture);
+  fn_->addParamAttr(2, llvm::Attribute::ReadOnly);
+  Value* begin = fn_->getArg(0);
+  end_ = fn_->getArg(1);
+  Value* args = fn_->getArg(2);
+
+  auto* entry = new_block("entry");
+  b_.SetInsertPoint(entry);
+
+  // Load only the arguments the kernel uses.
+  size_t n_params = ir_.params.size();
+  std::vector<bool> used(n_params, false);
+  for (const IrInstr& in : ir_.instrs) {
+    switch (in.op) {
+      case IrOp::Scalar:
+      case IrOp::Load:
+      case IrOp::LoadBroadcast:
+      case IrOp::Store: used[in.a] = true; break;
+      case IrOp::Gather: used[in.a] = used[in.d] = true; break;
+      case IrOp::Scatter:
+      case IrOp::ScatterAdd: used[in.a] = used[in.e] = true; break;
+      default: break;
+    }
+    if ((in.op == IrOp::Gather || in.op == IrOp::Scatter || in.op == IrOp::ScatterAdd) &&
+        (in.flags & kIrFlagReportRange))
+      used[in.imm] = true;
+  }
+  raw_.assign(n_params, nullptr);
+  ptr_.assign(n_params, nullptr);
+  for (size_t p = 0; p < n_params; ++p) {
+    if (!used[p])
+      continue;
+    Value* slot = b_.CreateConstInBoundsGEP1_64(b_.getInt64Ty(), args, p);
+    raw_[p] = b_.CreateAlignedLoad(b_.getInt64Ty(), slot, llvm::Align(8));
+    if (ir_.params[p].kind != ParamKind::Scalar)
+      ptr_[p] = b_.CreateIntToPtr(raw_[p], b_.getPtrTy());
+  }
+
+  auto* pre = new_block("pre");
+  auto* exit = new_block("exit");
+  b_.CreateCondBr(b_.CreateICmpULT(begin, end_), pre, exit);
+  b_.SetInsertPoint(pre);
+  hoist_uniforms();
+
+  Value* w = b_.getInt64(w_);
+  if (style_ == LoopStyle::VectorSplitTail) {
+    auto* loop = new_block("vloop");
+    auto* tail_check = new_block("tail_check");
+    auto* tail = new_block("tail");
+    b_.CreateCondBr(b_.CreateICmpUGE(b_.CreateSub(end_, begin), w), loop, tail_check);
+
+    b_.SetInsertPoint(loop);
+    llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2, "i");
+    i->addIncoming(begin, pre);
+    emit_body(i, nullptr);
+    Value* next = b_.CreateNUWAdd(i, w);
+    llvm::BasicBlock* latch = b_.GetInsertBlock();
+    b_.CreateCondBr(b_.CreateICmpUGE(b_.CreateSub(end_, next), w), loop, tail_check);
+    i->addIncoming(next, latch);
+
+    b_.SetInsertPoint(tail_check);
+    llvm::PHINode* it = b_.CreatePHI(b_.getInt64Ty(), 2, "it");
+    it->addIncoming(begin, pre);
+    it->addIncoming(next, latch);
+    b_.CreateCondBr(b_.CreateICmpULT(it, end_), tail, exit);
+
+    b_.SetInsertPoint(tail);
+    llvm::SmallVector<llvm::Constant*, 16> lanes;
+    for (unsigned l = 0; l < w_; ++l)
+      lanes.push_back(b_.getInt64(l));
+    Value* mask = b_.CreateICmpULT(llvm::ConstantVector::get(lanes), splat(b_.CreateSub(end_, it)));
+    emit_body(it, mask);
+    b_.CreateBr(exit);
+  } else {
+    auto* loop = new_block("loop");
+    b_.CreateBr(loop);
+    b_.SetInsertPoint(loop);
+    llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2, "i");
+    i->addIncoming(begin, pre);
+    Value* mask = nullptr;
+    if (style_ == LoopStyle::VectorMasked) {
+      llvm::SmallVector<llvm::Constant*, 16> lanes;
+      for (unsigned l = 0; l < w_; ++l)
+        lanes.push_back(b_.getInt64(l));
+      mask = b_.CreateICmpULT(llvm::ConstantVector::get(lanes), splat(b_.CreateSub(end_, i)));
+    }
+    emit_body(i, mask);
+    Value* next = b_.CreateNUWAdd(i, w);
+    llvm::BasicBlock* latch = b_.GetInsertBlock();
+    auto* br = b_.CreateCondBr(b_.CreateICmpULT(next, end_), loop, exit);
+    i->addIncoming(next, latch);
+    if (style_ == LoopStyle::Scalar) {
+      // Ask the loop vectoriser for the host's width.
+      llvm::MDNode* enable = llvm::MDNode::get(
+          ctx_, {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"),
+                 llvm::ConstantAsMetadata::get(b_.getTrue())});
+      llvm::MDNode* width = llvm::MDNode::get(
+          ctx_, {llvm::MDString::get(ctx_, "llvm.loop.vectorize.width"),
+                 llvm::ConstantAsMetadata::get(b_.getInt32(target_.lanes))});
+      llvm::MDNode* loop_id = llvm::MDNode::getDistinct(ctx_, {nullptr, enable, width});
+      loop_id->replaceOperandWith(0, loop_id);
+      br->setMetadata(llvm::LLVMContext::MD_loop, loop_id);
+    }
+  }
+  b_.SetInsertPoint(exit);
+  b_.CreateRetVoid();
+
+  std::string err;
+  llvm::raw_string_ostream os(err);
+  if (llvm::verifyFunction(*fn_, &os))
+    throw BackendError("llvm backend generated invalid IR for kernel " + ir_.hash.to_hex() + ": " +
+                       os.str());
+}
+
+// Values that are the same for every element: computed once in the loop preheader.
+void KernelEmitter::hoist_uniforms() {
+  uniform_.assign(ir_.instrs.size(), nullptr);
+  for (size_t k = 0; k < ir_.instrs.size(); ++k) {
+    const IrInstr& in = ir_.instrs[k];
+    switch (in.op) {
+      case IrOp::Literal: uniform_[k] = konst(in.type, in.imm); break;
+      case IrOp::Scalar: uniform_[k] = splat(from_bits(in.type, raw_[in.a])); break;
+      case IrOp::LoadBroadcast: {
+        Value* v = b_.CreateAlignedLoad(mem_ty(in.type), ptr_[in.a], align_of(in.type));
+        uniform_[k] = splat(to_reg(in.type, v));
+        break;
+      }
+      default: break;
+    }
+  }
+}
+
+void KernelEmitter::emit_body(Value* i, Value* tail) {
+  vals_.assign(ir_.instrs.size(), nullptr);
+  for (size_t k = 0; k < ir_.instrs.size(); ++k)
+    vals_[k] = uniform_[k] ? uniform_[k] : emit_instr(ir_.instrs[k], i, tail);
+}
+
+Value* KernelEmitter::emit_index(ScalarType t, Value* i) {
+  Value* idx = splat(i);
+  if (w_ > 1) {
+    llvm::SmallVector<llvm::Constant*, 16> lanes;
+    for (unsigned l = 0; l < w_; ++l)
+      lanes.push_back(b_.getInt64(l));
+    idx = b_.CreateAdd(idx, llvm::ConstantVector::get(lanes));
+  }
+  if (is_float(t))
+    return b_.CreateUIToFP(idx, val_ty(t));
+  return size_of(t) == 8 ? idx : b_.CreateTrunc(idx, val_ty(t));
+}
+
+Value* KernelEmitter::emit_instr(const IrInstr& in, Value* i, Value* tail) {
+  ScalarType t = in.type;
+  switch (in.op) {
+    case IrOp::Index: return emit_index(t, i);
+    case IrOp::Literal:
+    case IrOp::Scalar:
+    case IrOp::LoadBroadcast: return nullptr;  // hoisted
+    case IrOp::Load: {
+      Value* ptr = b_.CreateInBoundsGEP(mem_ty(t), ptr_[in.a], i);
+      Type* ty = vec(mem_ty(t));
+      Value* v = tail ? static_cast<Value*>(b_.CreateMaskedLoad(ty, ptr, align_of(t), tail,
+                                                                llvm::Constant::getNullValue(ty)))
+                      : b_.CreateAlignedLoad(ty, ptr, align_of(t));
+      return to_reg(t, v);
+    }
+    case IrOp::Store: {
+      Value* ptr = b_.CreateInBoundsGEP(mem_ty(t), ptr_[in.a], i);
+      Value* v = to_mem(t, vals_[in.b]);
+      if (tail)
+        b_.CreateMaskedStore(v, ptr, align_of(t), tail);
+      else
+        b_.CreateAlignedStore(v, ptr, align_of(t));
+      return nullptr;
+    }
+    case IrOp::Gather: return emit_gather(in, tail);
+    case IrOp::Scatter:
+    case IrOp::ScatterAdd: emit_scatter(in, tail); return nullptr;
+    case IrOp::Neg: case IrOp::Not: case IrOp::Abs: case IrOp::Sqrt: case IrOp::Exp:
+    case IrOp::Log: case IrOp::Sin: case IrOp::Cos: case IrOp::Floor: case IrOp::Ceil:
+      return emit_unary(in);
+    case IrOp::Cast: return emit_cast(ir_.instrs[in.a].type, t, vals_[in.a]);
+    case IrOp::Bitcast: return b_.CreateBitCast(vals_[in.a], val_ty(t));
+    case IrOp::Add: case IrOp::Sub: case IrOp::Mul: case IrOp::Div: case IrOp::Mod:
+    case IrOp::Min: case IrOp::Max: case IrOp::And: case IrOp::Or: case IrOp::Xor:
+    case IrOp::Shl: case IrOp::Shr:
+      return emit_binary(in);
+    case IrOp::Eq: case IrOp::Ne: case IrOp::Lt: case IrOp::Le: case IrOp::Gt: case IrOp::Ge:
+      return emit_compare(in);
+    case IrOp::Fma: {
+      Value *a = vals_[in.a], *x = vals_[in.b], *c = vals_[in.c];
+      if (is_float(t))
+        return b_.CreateIntrinsic(Intr::fma, {a->getType()}, {a, x, c});
+      return b_.CreateAdd(b_.CreateMul(a, x), c);
+    }
+    case IrOp::Select: return b_.CreateSelect(vals_[in.a], vals_[in.b], vals_[in.c]);
+  }
+  return nullptr;
+}
+
+Value* KernelEmitter::emit_gather(const IrInstr& in, Value* tail) {
+  ScalarType t = in.type;
+  Value* idx = as_i64(in.b);
+  Value* in_range = b_.CreateICmpULT(idx, splat(raw_[in.d]));
+  Value* want = and_mask(vals_[in.c], tail);
+  if (in.flags & kIrFlagReportRange)
+    emit_range_report(in, idx, in_range, want);
+  Value* ok = b_.CreateAnd(want, in_range);
+  Type* ty = vec(mem_ty(t));
+  Value* zero = llvm::Constant::getNullValue(ty);
+  if (w_ > 1) {
+    Value* ptrs = b_.CreateGEP(mem_ty(t), ptr_[in.a], idx);
+    return to_reg(t, b_.CreateMaskedGather(ty, ptrs, align_of(t), ok, zero));
+  }
+  llvm::BasicBlock* from = b_.GetInsertBlock();
+  auto* load = new_block("gather");
+  auto* cont = new_block("gather_done");
+  b_.CreateCondBr(ok, load, cont);
+  b_.SetInsertPoint(load);
+  Value* v = b_.CreateAlignedLoad(ty, b_.CreateGEP(mem_ty(t), ptr_[in.a], idx), align_of(t));
+  b_.CreateBr(cont);
+  b_.SetInsertPoint(cont);
+  llvm::PHINode* phi = b_.CreatePHI(ty, 2);
+  phi->addIncoming(zero, from);
+  phi->addIncoming(v, load);
+  return to_reg(t, phi);
+}
+
+void KernelEmitter::emit_scatter(const IrInstr& in, Value* tail) {
+  ScalarType t = in.type;
+  Value* idx = as_i64(in.b);
+  Value* in_range = b_.CreateICmpULT(idx, splat(raw_[in.e]));
+  Value* want = and_mask(vals_[in.c], tail);
+  if (in.flags & kIrFlagReportRange)
+    emit_range_report(in, idx, in_range, want);
+  Value* ok = b_.CreateAnd(want, in_range);
+  Value* val = to_mem(t, vals_[in.d]);
+  if (in.op == IrOp::ScatterAdd) {
+    emit_scatter_add_lanes(in, ptr_[in.a], idx, val, ok);
+    return;
+  }
+  if (w_ > 1) {
+    Value* ptrs = b_.CreateGEP(mem_ty(t), ptr_[in.a], idx);
+    b_.CreateMaskedScatter(val, ptrs, align_of(t), ok);
+    return;
+  }
+  auto* store = new_block("scatter");
+  auto* cont = new_block("scatter_done");
+  b_.CreateCondBr(ok, store, cont);
+  b_.SetInsertPoint(store);
+  b_.CreateAlignedStore(val, b_.CreateGEP(mem_ty(t), ptr_[in.a], idx), align_of(t));
+  b_.CreateBr(cont);
+  b_.SetInsertPoint(cont);
+}
+
+// x86 has no vector atomics: visit the active lanes one by one (cttz over the mask bits), so
+// an all-inactive vector costs one test and a branch.
+void KernelEmitter::emit_scatter_add_lanes(const IrInstr& in, Value* base, Value* idx, Value* val,
+                                           Value* mask) {
+  ScalarType t = in.type;
+  auto op = is_float(t) ? llvm::AtomicRMWInst::FAdd : llvm::AtomicRMWInst::Add;
+  auto* cont = new_block("scatter_add_done");
+  auto* lane_loop = new_block("scatter_add");
+  if (w_ == 1) {
+    b_.CreateCondBr(mask, lane_loop, cont);
+    b_.SetInsertPoint(lane_loop);
+    b_.CreateAtomicRMW(op, b_.CreateGEP(mem_ty(t), base, idx), val, align_of(t),
+                       llvm::AtomicOrdering::Monotonic);
+    b_.CreateBr(cont);
+    b_.SetInsertPoint(cont);
+    return;
+  }
+  Value* bits = b_.CreateZExt(b_.CreateBitCast(mask, b_.getIntNTy(w_)), b_.getInt32Ty());
+  llvm::BasicBlock* from = b_.GetInsertBlock();
+  b_.CreateCondBr(b_.CreateICmpNE(bits, b_.getInt32(0)), lane_loop, cont);
+  b_.SetInsertPoint(lane_loop);
+  llvm::PHINode* rest = b_.CreatePHI(b_.getInt32Ty(), 2);
+  rest->addIncoming(bits, from);
+  Value* lane = b_.CreateIntrinsic(Intr::cttz, {b_.getInt32Ty()}, {rest, b_.getTrue()});
+  Value* p = b_.CreateGEP(mem_ty(t), base, b_.CreateExtractElement(idx, lane));
+  b_.CreateAtomicRMW(op, p, b_.CreateExtractElement(val, lane), align_of(t),
+                     llvm::AtomicOrdering::Monotonic);
+  Value* next = b_.CreateAnd(rest, b_.CreateSub(rest, b_.getInt32(1)));
+  rest->addIncoming(next, lane_loop);
+  b_.CreateCondBr(b_.CreateICmpNE(next, b_.getInt32(0)), lane_loop, cont);
+  b_.SetInsertPoint(cont);
+}
+
+// Debug range check: word 0 of the report buffer receives index + 1 of an offending lane.
+void KernelEmitter::emit_range_report(const IrInstr& in, Value* idx, Value* in_range,
+                                      Value* mask) {
+  Value* bad = b_.CreateAnd(mask, b_.CreateNot(in_range));
+  Value* any = w_ > 1 ? b_.CreateOrReduce(bad) : bad;
+  auto* report = new_block("range_report");
+  auto* cont = new_block("range_ok");
+  b_.CreateCondBr(any, report, cont);
+  b_.SetInsertPoint(report);
+  Value* one_based = b_.CreateAdd(idx, splat(b_.getInt64(1)));
+  Value* word = one_based;
+  if (w_ > 1)
+    word = b_.CreateIntMaxReduce(b_.CreateSelect(bad, one_based, splat(b_.getInt64(0))), false);
+  auto* st = b_.CreateAlignedStore(word, ptr_[in.imm], llvm::Align(8));
+  st->setAtomic(llvm::AtomicOrdering::Monotonic);  // several threads may report at once
+  b_.CreateBr(cont);
+  b_.SetInsertPoint(cont);
+}
+
+Value* KernelEmitter::emit_unary(const IrInstr& in) {
+  ScalarType t = in.type;
+  Value* a = vals_[in.a];
+  auto intr = [&](Intr::ID id) { return b_.CreateUnaryIntrinsic(id, a); };
+  switch (in.op) {
+    case IrOp::Neg: return is_float(t) ? b_.CreateFNeg(a) : b_.CreateNeg(a);
+    case IrOp::Not: return b_.CreateNot(a);
+    case IrOp::Abs:
+      // llvm.abs with is_int_min_poison = false wraps: abs(INT_MIN) == INT_MIN.
+      return is_float(t) ? intr(Intr::fabs) : b_.CreateBinaryIntrinsic(Intr::abs, a, b_.getFalse());
+    case IrOp::Sqrt: return intr(Intr::sqrt);
+    case IrOp::Exp: return intr(Intr::exp);
+    case IrOp::Log: return intr(Intr::log);
+    case IrOp::Sin: return intr(Intr::sin);
+    case IrOp::Cos: return intr(Intr::cos);
+    case IrOp::Floor: return intr(Intr::floor);
+    case IrOp::Ceil: return intr(Intr::ceil);
+    default: return nullptr;
+  }
+}
+
+Value* KernelEmitter::emit_binary(const IrInstr& in) {
+  ScalarType t = in.type;
+  Value *a = vals_[in.a], *x = vals_[in.b];
+  bool fp = is_float(t), sgn = is_signed_int(t);
+  switch (in.op) {
+    case IrOp::Add: return fp ? b_.CreateFAdd(a, x) : b_.CreateAdd(a, x);
+    case IrOp::Sub: return fp ? b_.CreateFSub(a, x) : b_.CreateSub(a, x);
+    case IrOp::Mul: return fp ? b_.CreateFMul(a, x) : b_.CreateMul(a, x);
+    case IrOp::Div:
+    case IrOp::Mod: {
+      if (fp)
+        return b_.CreateFDiv(a, x);  // float Mod is rejected by validation
+      // Never trap: a zero divisor becomes 1, and INT_MIN / -1 divides by 1 instead, which
+      // gives the wrapped quotient INT_MIN and remainder 0.
+      Type* ty = a->getType();
+      Value* bad = b_.CreateICmpEQ(x, llvm::Constant::getNullValue(ty));
+      if (sgn) {
+        unsigned bits = static_cast<unsigned>(size_of(t) * 8);
+        Value* is_min = b_.CreateICmpEQ(a, llvm::ConstantInt::get(ty, llvm::APInt::getSignedMinValue(bits)));
+        Value* is_m1 = b_.CreateICmpEQ(x, llvm::Constant::getAllOnesValue(ty));
+        bad = b_.CreateOr(bad, b_.CreateAnd(is_min, is_m1));
+      }
+      Value* d = b_.CreateSelect(bad, llvm::ConstantInt::get(ty, 1), x);
+      if (in.op == IrOp::Div)
+        return sgn ? b_.CreateSDiv(a, d) : b_.CreateUDiv(a, d);
+      return sgn ? b_.CreateSRem(a, d) : b_.CreateURem(a, d);
+    }
+    case IrOp::Min:
+      return b_.CreateBinaryIntrinsic(fp ? Intr::minnum : sgn ? Intr::smin : Intr::umin, a, x);
+    case IrOp::Max:
+      return b_.CreateBinaryIntrinsic(fp ? Intr::maxnum : sgn ? Intr::smax : Intr::umax, a, x);
+    case IrOp::And: return b_.CreateAnd(a, x);
+    case IrOp::Or: return b_.CreateOr(a, x);
+    case IrOp::Xor: return b_.CreateXor(a, x);
+    case IrOp::Shl:
+    case IrOp::Shr: {
+      // Shift counts wrap modulo the bit width (LLVM would give poison past it).
+      Value* n = b_.CreateAnd(x, llvm::ConstantInt::get(x->getType(), size_of(t) * 8 - 1));
+      if (in.op == IrOp::Shl)
+        return b_.CreateShl(a, n);
+      return sgn ? b_.CreateAShr(a, n) : b_.CreateLShr(a, n);
+    }
+    default: return nullptr;
+  }
+}
+
+Value* KernelEmitter::emit_compare(const IrInstr& in) {
+  ScalarType t = ir_.instrs[in.a].type;
+  Value *a = vals_[in.a], *x = vals_[in.b];
+  using P = llvm::CmpInst::Predicate;
+  if (is_float(t)) {
+    // Ordered comparisons, except != which is true for NaN (as in C++).
+    P p = in.op == IrOp::Eq   ? P::FCMP_OEQ
+          : in.op == IrOp::Ne ? P::FCMP_UNE
+          : in.op == IrOp::Lt ? P::FCMP_OLT
+          : in.op == IrOp::Le ? P::FCMP_OLE
+          : in.op == IrOp::Gt ? P::FCMP_OGT
+                              : P::FCMP_OGE;
+    return b_.CreateFCmp(p, a, x);
+  }
+  bool sgn = is_signed_int(t);  // Bool compares as unsigned
+  P p = in.op == IrOp::Eq   ? P::ICMP_EQ
+        : in.op == IrOp::Ne ? P::ICMP_NE
+        : in.op == IrOp::Lt ? (sgn ? P::ICMP_SLT : P::ICMP_ULT)
+        : in.op == IrOp::Le ? (sgn ? P::ICMP_SLE : P::ICMP_ULE)
+        : in.op == IrOp::Gt ? (sgn ? P::ICMP_SGT : P::ICMP_UGT)
+                            : (sgn ? P::ICMP_SGE : P::ICMP_UGE);
+  return b_.CreateICmp(p, a, x);
+}
+
+Value* KernelEmitter::emit_cast(ScalarType from, ScalarType to, Value* v) {
+  Type* ty = val_ty(to);
+  if (from == to)
+    return v;
+  if (to == ScalarType::Bool) {
+    Value* zero = llvm::Constant::getNullValue(v->getType());
+    return is_float(from) ? b_.CreateFCmpUNE(v, zero) : b_.CreateICmpNE(v, zero);
+  }
+  bool from_signed = is_signed_int(from);  // Bool counts as unsigned (0/1)
+  if (is_float(to)) {
+    if (is_float(from))
+      return size_of(to) > size_of(from) ? b_.CreateFPExt(v, ty) : b_.CreateFPTrunc(v, ty);
+    return from_signed ? b_.CreateSIToFP(v, ty) : b_.CreateUIToFP(v, ty);
+  }
+  if (is_float(from)) {
+    // Saturating, NaN -> 0: no UB for out-of-range values.
+    Intr::ID id = is_signed_int(to) ? Intr::fptosi_sat : Intr::fptoui_sat;
+    return b_.CreateIntrinsic(id, {ty, v->getType()}, {v});
+  }
+  return from_signed ? b_.CreateSExtOrTrunc(v, ty) : b_.CreateZExtOrTrunc(v, ty);
+}
+
+}  // namespace
+
+std::unique_ptr<llvm::Module> emit_kernel(const KernelIR& ir, const std::string& name,
+                                          const CodegenTarget& target, LoopStyle style,
+                                          llvm::LLVMContext& ctx) {
+  auto module = std::make_unique<llvm::Module>(name, ctx);
+  module->setTargetTriple(target.triple);
+  module->setDataLayout(target.data_layout);
+  KernelEmitter(ir, target, style, *module).emit(name);
+  return module;
+}
+
+}  // namespace ff::llvm_backend

@@ -1,0 +1,47 @@
+// Neutral kernel IR -> LLVM IR: one module holding one kernel function with the fixed ABI
+//   extern "C" void kernel(uint64_t begin, uint64_t end, const uint64_t* args)
+// No LLVM header is included here; callers own the LLVMContext.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "backend/ir/kernel_ir.h"
+
+namespace llvm {
+class LLVMContext;
+class Module;
+}  // namespace llvm
+
+namespace ff::llvm_backend {
+
+/// How the element loop is generated.
+enum class LoopStyle : uint8_t {
+  /// Explicit `lanes`-wide vector loop without masks, then one masked vector iteration for the
+  /// tail. Needs no optimisation pass (the default).
+  VectorSplitTail = 0,
+  /// One explicit vector loop whose every iteration is masked (smaller code, a few more
+  /// instructions per iteration).
+  VectorMasked = 1,
+  /// A scalar loop carrying vectoriser hints; needs the loop vectoriser to be fast.
+  Scalar = 2,
+};
+
+/// What the generated code may assume about the host.
+struct CodegenTarget {
+  std::string triple;
+  std::string data_layout;
+  std::string cpu;
+  std::string features;  // "+avx2,+avx512f,..."
+  unsigned lanes = 8;    // elements per vector iteration (16 with AVX-512)
+  bool avx512 = false;
+};
+
+/// Builds a module in `ctx` defining the kernel `name` for `ir` (which must be valid).
+/// Throws ff::BackendError if the generated IR fails LLVM's verifier (a codegen bug).
+std::unique_ptr<llvm::Module> emit_kernel(const KernelIR& ir, const std::string& name,
+                                          const CodegenTarget& target, LoopStyle style,
+                                          llvm::LLVMContext& ctx);
+
+}  // namespace ff::llvm_backend

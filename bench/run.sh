@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Builds the benchmarks (Release) and runs them all, then prints one summary table.
+#
+#   bash bench/run.sh [ff_bench flags...]     e.g. --benchmark_repetitions=10
+#
+# Environment: FF_BUILD_DIR (default build/; configured Release if missing),
+# FF_BENCH_REPS (ff_bench repetitions, default 10), FF_COLDSTART_RUNS (default 11).
+# Results are also kept in $FF_BUILD_DIR/bench-results/ (console text and JSON).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/common.sh"
+
+build_dir="${FF_BUILD_DIR:-$ff_root/build}"
+if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
+  bash "$ff_root/scripts/install-deps.sh"
+  ff_configure "$build_dir" Release
+fi
+build_type="$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build_dir/CMakeCache.txt")"
+if [[ "$build_type" != Release ]]; then
+  echo "run.sh: warning: $build_dir is a '$build_type' build; figures are meant for Release" >&2
+fi
+cmake --build "$build_dir" -j "$(ff_jobs)" --target ff_bench ff_bench_coldstart
+
+results="$build_dir/bench-results"
+mkdir -p "$results"
+stamp="$(date +%Y%m%d-%H%M%S)"
+
+echo "== ff_bench (W1, W3, W2) =="
+"$build_dir/bench/ff_bench" \
+  --benchmark_repetitions="${FF_BENCH_REPS:-10}" --benchmark_report_aggregates_only=true \
+  --benchmark_enable_random_interleaving=true \
+  --benchmark_out="$results/ff_bench-$stamp.json" --benchmark_out_format=json \
+  "$@" | tee "$results/ff_bench-$stamp.txt"
+
+echo
+echo "== ff_bench_coldstart =="
+"$build_dir/bench/ff_bench_coldstart" --runs "${FF_COLDSTART_RUNS:-11}" |
+  tee "$results/coldstart-$stamp.txt"
+
+echo
+echo "== summary ($(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)) =="
+printf '%-24s | %-34s | %-10s | %s\n' workload result target verdict
+printf '%s\n' "-------------------------+------------------------------------+------------+--------"
+cat "$results/ff_bench-$stamp.txt" "$results/coldstart-$stamp.txt" |
+  sed -n 's/^SUMMARY | //p'
+echo "(raw results: $results/*-$stamp.*)"

@@ -1,0 +1,15 @@
+# FF_SANITIZE=address,undefined builds everything with those sanitizers; UBSan aborts.
+if(FF_SANITIZE)
+  set(FF_SANITIZE_FLAGS -fsanitize=${FF_SANITIZE} -fno-omit-frame-pointer)
+  if(FF_SANITIZE MATCHES "undefined")
+    list(APPEND FF_SANITIZE_FLAGS -fno-sanitize-recover=undefined)
+  endif()
+  add_compile_definitions(_GLIBCXX_ASSERTIONS)
+endif()
+
+function(ff_apply_sanitizers target)
+  if(FF_SANITIZE)
+    target_compile_options(${target} PRIVATE ${FF_SANITIZE_FLAGS})
+    target_link_options(${target} PUBLIC ${FF_SANITIZE_FLAGS})
+  endif()
+endfunction()

@@ -1,0 +1,23 @@
+# Warnings for the project's own targets only (never for LLVM's headers).
+function(ff_warnings target)
+  target_compile_options(${target} PRIVATE
+    -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Woverloaded-virtual
+    -Wimplicit-fallthrough -Wformat=2)
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
+    # GCC 12 reports false -Wrestrict / -Wstringop-overflow positives inside libstdc++'s
+    # std::string operator+ and vector::insert (GCC bugs 105651, 105329).
+    target_compile_options(${target} PRIVATE -Wno-restrict -Wno-stringop-overflow)
+  endif()
+  if(FF_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+endfunction()
+
+# An OBJECT library for one folder of the layered design.
+function(ff_object_library target)
+  add_library(${target} OBJECT ${ARGN})
+  target_include_directories(${target} PUBLIC
+    ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include)
+  ff_warnings(${target})
+  ff_apply_sanitizers(${target})
+endfunction()

@@ -1,0 +1,156 @@
+// The front end that joins the tracer and the recorder: ff::record, Recording::replay,
+// ff::capture. The only file (with freeze, later) that knows both sides.
+#include <algorithm>
+
+#include "common/log.h"
+#include "freezeframe/recording.h"
+#include "frontend/recording_state.h"
+#include "recorder/recording_backend.h"
+#include "recorder/recording_text.h"
+#include "replay/replayer.h"
+#include "tracer/variable.h"
+
+namespace ff {
+namespace detail {
+namespace {
+
+/// The recorder at the top of the stack, inserted on demand; it stays for the session.
+rec::RecordingBackend& recorder() {
+  Backend& top = current_device()->decorate(
+      [](Backend& b) { return dynamic_cast<rec::RecordingBackend*>(&b) != nullptr; },
+      [](std::unique_ptr<Backend> inner) -> std::unique_ptr<Backend> {
+        logging::record().info("inserting a recorder above '{}'", inner->name());
+        return std::make_unique<rec::RecordingBackend>(std::move(inner), false);
+      });
+  return static_cast<rec::RecordingBackend&>(top);
+}
+
+/// Evaluates `a` (and pending scatters) and returns its buffer.
+const std::shared_ptr<Buffer>& evaluated_buffer(VarId v) {
+  if (state()[v].dirty)
+    flush_side_effects();
+  materialize(v);
+  return state()[v].buffer;
+}
+
+struct DepthGuard {
+  DepthGuard() { ++recording_depth(); }
+  ~DepthGuard() { --recording_depth(); }
+};
+
+}  // namespace
+}  // namespace detail
+
+Recording::Recording() : state_(std::make_shared<detail::RecordingState>()) {
+  state_->data = std::make_shared<rec::RecordingData>();
+}
+
+Recording::Recording(std::shared_ptr<detail::RecordingState> state) : state_(std::move(state)) {}
+
+size_t Recording::n_ops() const { return state_->data->ops.size(); }
+size_t Recording::n_kernels() const { return state_->data->kernels.size(); }
+size_t Recording::n_inputs() const { return state_->data->inputs.size(); }
+size_t Recording::n_outputs() const { return state_->data->outputs.size(); }
+size_t Recording::n_slots() const { return state_->data->slots.size(); }
+size_t Recording::n_guards() const { return state_->data->guards.size(); }
+std::string Recording::summary() const { return state_->data->summary(); }
+std::string Recording::to_string() const { return rec::to_text(*state_->data); }
+
+Recording record(const std::vector<AnyArray>& inputs,
+                 const std::function<std::vector<AnyArray>()>& fn) {
+  using namespace detail;
+  for (const AnyArray& a : inputs)
+    if (!a.valid())
+      throw FreezeError("record: an input AnyArray is empty");
+  std::vector<rec::InputBinding> bindings;
+  bindings.reserve(inputs.size());
+  for (const AnyArray& a : inputs) {
+    const std::shared_ptr<Buffer>& b = evaluated_buffer(a.id());
+    bindings.push_back({b->ptr, b->type, b->size});
+  }
+  rec::RecordingBackend& rb = recorder();
+  rec::Scope* scope = rb.open_scope(bindings);
+  std::vector<AnyArray> outputs;
+  std::vector<const void*> out_ptrs;
+  try {
+    DepthGuard depth;
+    outputs = fn();
+    flush_side_effects();  // scatters belong to the recording even if their target is dropped
+    for (const AnyArray& o : outputs) {
+      if (!o.valid())
+        throw FreezeError("record: the function returned an empty AnyArray");
+      out_ptrs.push_back(evaluated_buffer(o.id())->ptr);
+    }
+  } catch (...) {
+    rb.abort_scope(scope);
+    throw;
+  }
+  auto state = std::make_shared<RecordingState>();
+  state->data = std::make_shared<rec::RecordingData>(rb.close_scope(scope, out_ptrs));
+  logging::record().debug("recorded {}", state->data->summary());
+  return Recording(std::move(state));
+}
+
+std::vector<AnyArray> Recording::replay(const std::vector<AnyArray>& inputs) const {
+  using namespace detail;
+  std::vector<replay::ReplayInput> bound;
+  bound.reserve(inputs.size());
+  for (const AnyArray& a : inputs) {
+    if (!a.valid())
+      throw FreezeError("replay: an input AnyArray is empty");
+    const std::shared_ptr<Buffer>& b = evaluated_buffer(a.id());
+    bound.push_back({b->ptr, b->type, b->size});
+  }
+  const std::shared_ptr<Device>& device = current_device();
+  Backend& backend = device->backend();
+  auto* rb = dynamic_cast<rec::RecordingBackend*>(&backend);
+  if (rb && rb->innermost() == state_->data.get())
+    throw FreezeError("replay: a recording cannot be replayed into itself");
+  replay::ReplayOptions options;
+  options.provenance = rb && (rb->scope_open() || rb->is_capturing());
+  auto plan = state_->plan_for(backend);
+  std::vector<replay::ReplayOutput> outs = replay::run(*plan, backend, bound, options);
+
+  std::vector<AnyArray> result;
+  result.reserve(outs.size());
+  size_t k = 0;
+  try {
+    for (; k < outs.size(); ++k) {
+      const replay::ReplayOutput& o = outs[k];
+      if (o.input >= 0) {
+        result.push_back(inputs[static_cast<size_t>(o.input)]);
+      } else if (o.same_as >= 0) {
+        result.push_back(result[static_cast<size_t>(o.same_as)]);
+      } else {
+        std::shared_ptr<Buffer> buffer;
+        try {
+          buffer = std::make_shared<Buffer>(o.ptr, o.size, o.type, device);
+        } catch (...) {
+          backend.release(o.ptr);
+          throw;
+        }
+        result.push_back(AnyArray::steal(var_from_buffer(std::move(buffer)), o.type));
+      }
+    }
+  } catch (...) {
+    for (size_t j = k + 1; j < outs.size(); ++j)  // not yet owned by a Buffer
+      if (outs[j].input < 0 && outs[j].same_as < 0)
+        backend.release(outs[j].ptr);
+    throw;
+  }
+  return result;
+}
+
+Recording capture() {
+  using namespace detail;
+  auto* rb = dynamic_cast<rec::RecordingBackend*>(&current_device()->backend());
+  if (!rb || !rb->is_capturing())
+    throw Error("ff::capture() needs a capturing backend stack, e.g. ff::init(\"record:llvm\") "
+                "or FF_BACKEND=record:llvm; the current stack is '" +
+                current_device()->backend().name() + "'");
+  auto state = std::make_shared<RecordingState>();
+  state->data = std::make_shared<rec::RecordingData>(rb->capture_snapshot());
+  return Recording(std::move(state));
+}
+
+}  // namespace ff

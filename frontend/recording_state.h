@@ -1,0 +1,29 @@
+// What a public ff::Recording holds: the immutable data plus its cached replay plan.
+#pragma once
+
+#include <memory>
+#include <mutex>
+
+#include "recorder/recording.h"
+#include "replay/replay_plan.h"
+
+namespace ff::detail {
+
+struct RecordingState {
+  std::shared_ptr<const rec::RecordingData> data;
+
+  /// The plan for `backend`, built on first use and rebuilt after a kernel flush.
+  std::shared_ptr<const replay::ReplayPlan> plan_for(Backend& backend) const {
+    uint64_t generation = backend.stats().generation;
+    std::lock_guard lock(mutex_);
+    if (!plan_ || plan_->backend() != &backend || plan_->generation() != generation)
+      plan_ = std::make_shared<replay::ReplayPlan>(data, backend);
+    return plan_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  mutable std::shared_ptr<const replay::ReplayPlan> plan_;
+};
+
+}  // namespace ff::detail

@@ -1,0 +1,9 @@
+// Umbrella header: everything the public API offers.
+#pragma once
+
+#include "freezeframe/array.h"
+#include "freezeframe/errors.h"
+#include "freezeframe/init.h"
+#include "freezeframe/scalar_type.h"
+#include "freezeframe/size.h"
+#include "freezeframe/recording.h"

@@ -1,0 +1,124 @@
+// The Recording: plain data (indices, no pointers) describing a stretch of backend work, so
+// it can be replayed with new buffers, saved, loaded, dumped and diffed.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/ir/kernel_ir.h"
+#include "backend/ir/size_expr.h"
+
+namespace ff::rec {
+
+inline constexpr uint32_t kNone = 0xFFFFFFFFu;
+
+/// Where a slot (one buffer lifetime) comes from. Persisted: never renumber.
+enum class SlotOrigin : uint8_t {
+  Input = 0,     // bound to input `origin_index` at replay
+  Alloc = 1,     // created by op `origin_index` (an Alloc)
+  External = 2,  // session capture only: memory that existed before the capture saw it
+};
+const char* to_string(SlotOrigin o);
+
+struct Slot {
+  ScalarType type = ScalarType::Float32;
+  SlotOrigin origin = SlotOrigin::Alloc;
+  uint32_t origin_index = kNone;
+  uint64_t recorded_size = 0;  // logical element count while recording (final value)
+  uint32_t size_expr = kNone;  // Alloc: expression of the allocated count
+};
+
+/// Nodes of size expressions, stored in one table; an expression is the index of its root.
+/// BufferSize reads the logical size of a slot at the time the expression is evaluated
+/// (an input's size, an allocation's count, or a compress result's count).
+struct ExprNode {
+  SizeOp op = SizeOp::Const;
+  uint64_t value = 0;      // Const
+  uint32_t slot = kNone;   // BufferSize
+  uint32_t lhs = kNone, rhs = kNone;
+};
+
+/// Operation codes. Persisted: never renumber, only append.
+enum class OpCode : uint8_t {
+  Alloc = 0,      // slot, size (count)
+  Release = 1,    // slot
+  Copy = 2,       // dst slot+offset, src slot+offset (or constant), size (bytes), sub = CopyKind
+  Fill = 3,       // slot, size (count), elem_size, value
+  Launch = 4,     // kernel, size, args [arg_begin, arg_end)
+  Reduce = 5,     // src slot, dst slot, size (count), sub = ReduceOp, type
+  PrefixSum = 6,  // src slot, dst slot, size (count), type, flag = exclusive
+  Compress = 7,   // src (mask) slot, dst slot, size (count of mask)
+  Sync = 8,
+};
+inline constexpr int kNumOpCodes = 9;
+const char* to_string(OpCode c);
+
+/// One operation; which fields matter depends on `code` (see OpCode).
+struct Op {
+  OpCode code = OpCode::Sync;
+  uint8_t sub = 0;                 // CopyKind or ReduceOp
+  ScalarType type = ScalarType::Float32;
+  uint8_t flag = 0;                // PrefixSum: exclusive
+  uint32_t dst = kNone, src = kNone;       // slots
+  uint64_t dst_offset = 0, src_offset = 0; // bytes into the slots
+  uint32_t size_expr = kNone;      // count or bytes, see OpCode
+  uint32_t kernel = kNone;         // Launch: index into kernels
+  uint32_t arg_begin = 0, arg_end = 0;   // Launch: range in args
+  uint32_t constant = kNone;       // Copy from host: index into constants
+  uint64_t value = 0;              // Fill: the pattern
+  uint32_t elem_size = 0;          // Fill: bytes per element (1, 2, 4 or 8)
+  uint32_t access_begin = 0, access_end = 0;  // range in accesses
+};
+
+/// A kernel argument of a Launch.
+struct LaunchArg {
+  bool is_buffer = false;
+  uint32_t slot = kNone;        // buffer
+  uint64_t offset = 0;          // buffer: bytes into the slot
+  uint32_t size_expr = kNone;   // scalar with provenance (else `bits` is a constant)
+  uint64_t bits = 0;            // scalar value while recording
+};
+
+/// Which slots an op reads and writes (for validation, dump and liveness).
+struct Access {
+  uint32_t slot = kNone;
+  bool write = false;
+};
+
+/// A size decision taken while recording, checked at replay after op `after_op` (kNone:
+/// before the first op).
+struct Guard {
+  SizeCmp cmp = SizeCmp::Eq;
+  uint32_t lhs = kNone, rhs = kNone;  // expressions
+  bool outcome = false;
+  uint32_t after_op = kNone;
+  uint64_t lhs_value = 0, rhs_value = 0;
+  std::string what;
+};
+
+struct RecordingData {
+  std::string backend;  // the stack it was recorded on
+  std::vector<Slot> slots;
+  std::vector<ExprNode> exprs;
+  std::vector<Op> ops;
+  std::vector<LaunchArg> args;
+  std::vector<Access> accesses;
+  std::vector<Guard> guards;
+  std::vector<std::shared_ptr<const KernelIR>> kernels;  // one per distinct hash
+  std::vector<std::vector<std::byte>> constants;          // host data uploaded in the scope
+  std::vector<uint32_t> inputs;   // slot per input
+  struct Output {
+    uint32_t slot = kNone;
+  };
+  std::vector<Output> outputs;
+  bool is_capture = false;        // a whole-session capture (may hold host reads, externals)
+
+  /// Checks every index and expression; throws ff::FreezeError naming the problem.
+  void validate() const;
+  std::string summary() const;
+};
+
+}  // namespace ff::rec

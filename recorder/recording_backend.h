@@ -1,0 +1,78 @@
+// RecordingBackend ("record:"): a Backend that wraps another, forwards every call, and while a
+// recording scope is open on the calling thread appends what it saw to a Recording.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <span>
+
+#include "backend/backend.h"
+#include "recorder/recording.h"
+
+namespace ff::rec {
+
+struct Scope;
+
+/// An input buffer bound to a recording scope.
+struct InputBinding {
+  const void* ptr;
+  ScalarType type;
+  uint64_t size;  // logical element count
+};
+
+class RecordingBackend final : public Backend {
+ public:
+  /// `capture_session`: record everything every thread does (ff::init("record:llvm")).
+  RecordingBackend(std::unique_ptr<Backend> inner, bool capture_session);
+  ~RecordingBackend() override;
+
+  Backend& inner() { return *inner_; }
+
+  /// Opens a scope on the calling thread. Scopes nest: every open scope on the thread records
+  /// each op. Returns a token for close/abort.
+  Scope* open_scope(std::span<const InputBinding> inputs);
+  /// Closes the innermost scope (which must be `scope`) and returns what it recorded, with
+  /// `outputs` (buffers live in the scope) as the outputs. Throws ff::FreezeError if an op
+  /// inside was refused or failed, or an output is not a buffer the scope knows.
+  RecordingData close_scope(Scope* scope, std::span<const void* const> outputs);
+  /// Drops the innermost scope (which must be `scope`) after an error. Never throws.
+  void abort_scope(Scope* scope) noexcept;
+  /// True while the calling thread has a scope open on this backend.
+  bool scope_open() const;
+  /// The data recorded by the innermost scope of the calling thread (or null), for callers
+  /// that must not replay a recording into itself.
+  const RecordingData* innermost() const;
+
+  /// Session capture: a copy of everything recorded so far.
+  RecordingData capture_snapshot() const;
+  bool is_capturing() const { return capture_ != nullptr; }
+
+  std::string name() const override { return "record:" + inner_->name(); }
+  void* alloc(ScalarType type, size_t count, SizeProv prov) override;
+  void release(void* ptr) noexcept override;
+  void copy(void* dst, const void* src, size_t bytes, CopyKind kind) override;
+  void fill(void* ptr, size_t count, uint32_t elem_size, uint64_t value) override;
+  KernelHandle compile(const KernelIR& ir) override { return inner_->compile(ir); }
+  void flush_kernels() override { inner_->flush_kernels(); }
+  BackendStats stats() const override { return inner_->stats(); }
+  void reset_peak() override { inner_->reset_peak(); }
+  void launch(const KernelHandle& kernel, size_t size, SizeProv prov,
+              std::span<const KernelArg> args) override;
+  void reduce(ReduceOp op, ScalarType type, const void* in, size_t count, void* out) override;
+  void prefix_sum(ScalarType type, bool exclusive, const void* in, size_t count,
+                  void* out) override;
+  size_t compress(const void* mask, size_t count, void* out) override;
+  void sync() override;
+  void guard(const SizeGuard& guard, bool outcome) override;
+
+ private:
+  template <class F>
+  void for_each_scope(F&& f);
+  bool active() const;
+
+  std::unique_ptr<Backend> inner_;
+  std::unique_ptr<Scope> capture_;  // session capture, shared by every thread
+  mutable std::mutex capture_mutex_;
+};
+
+}  // namespace ff::rec

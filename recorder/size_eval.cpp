@@ -1,0 +1,113 @@
+// Size expressions: construction from provenance and evaluation at replay.
+#include "recorder/size_eval.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "freezeframe/errors.h"
+
+namespace ff::rec {
+
+uint32_t add_const(RecordingData& data, uint64_t value) {
+  data.exprs.push_back(ExprNode{SizeOp::Const, value, kNone, kNone, kNone});
+  return static_cast<uint32_t>(data.exprs.size() - 1);
+}
+
+uint32_t add_slot_size(RecordingData& data, uint32_t slot) {
+  data.exprs.push_back(ExprNode{SizeOp::BufferSize, 0, slot, kNone, kNone});
+  return static_cast<uint32_t>(data.exprs.size() - 1);
+}
+
+uint32_t add_binary(RecordingData& data, SizeOp op, uint32_t lhs, uint32_t rhs) {
+  data.exprs.push_back(ExprNode{op, 0, kNone, lhs, rhs});
+  return static_cast<uint32_t>(data.exprs.size() - 1);
+}
+
+uint32_t add_expr(RecordingData& data, SizeProv prov, SlotMap& slots, uint64_t fallback) {
+  if (prov.empty())
+    return add_const(data, fallback);
+  std::vector<uint32_t> stack;
+  for (const SizeNode& n : prov) {
+    switch (n.op) {
+      case SizeOp::Const: stack.push_back(add_const(data, n.value)); break;
+      case SizeOp::BufferSize: {
+        SlotMap::Live* live = slots.find_base(n.buffer);
+        stack.push_back(live ? add_slot_size(data, live->slot) : add_const(data, n.value));
+        break;
+      }
+      default: {
+        if (stack.size() < 2)
+          throw FreezeError("malformed size provenance: operator '" +
+                            std::string(to_string(n.op)) + "' lacks operands");
+        uint32_t rhs = stack.back();
+        stack.pop_back();
+        uint32_t lhs = stack.back();
+        stack.pop_back();
+        stack.push_back(add_binary(data, n.op, lhs, rhs));
+      }
+    }
+  }
+  if (stack.size() != 1)
+    throw FreezeError("malformed size provenance: " + std::to_string(stack.size()) +
+                      " values left on the stack");
+  return stack.back();
+}
+
+uint64_t evaluate(const RecordingData& data, uint32_t e, std::span<const uint64_t> slot_sizes,
+                  const char* where) {
+  const ExprNode& n = data.exprs[e];
+  switch (n.op) {
+    case SizeOp::Const: return n.value;
+    case SizeOp::BufferSize: return slot_sizes[n.slot];
+    default: break;
+  }
+  uint64_t a = evaluate(data, n.lhs, slot_sizes, where);
+  uint64_t b = evaluate(data, n.rhs, slot_sizes, where);
+  switch (n.op) {
+    case SizeOp::Add: return a + b;
+    case SizeOp::Sub:
+      if (b > a)
+        throw FreezeError(std::string(where) + ": size " + expr_to_string(data, e) +
+                          " evaluates below zero (" + std::to_string(a) + " - " +
+                          std::to_string(b) + ") for these inputs");
+      return a - b;
+    case SizeOp::Mul: return a * b;
+    case SizeOp::Div:
+      if (b == 0)
+        throw FreezeError(std::string(where) + ": size " + expr_to_string(data, e) +
+                          " divides by zero for these inputs");
+      return a / b;
+    case SizeOp::Min: return std::min(a, b);
+    case SizeOp::Max: return std::max(a, b);
+    default: return 0;
+  }
+}
+
+std::string expr_to_string(const RecordingData& data, uint32_t e) {
+  if (e >= data.exprs.size())
+    return "<invalid>";
+  const ExprNode& n = data.exprs[e];
+  switch (n.op) {
+    case SizeOp::Const: return std::to_string(n.value);
+    case SizeOp::BufferSize: return "size(s" + std::to_string(n.slot) + ")";
+    case SizeOp::Min:
+    case SizeOp::Max:
+      return std::string(to_string(n.op)) + "(" + expr_to_string(data, n.lhs) + ", " +
+             expr_to_string(data, n.rhs) + ")";
+    default:
+      return "(" + expr_to_string(data, n.lhs) + " " + to_string(n.op) + " " +
+             expr_to_string(data, n.rhs) + ")";
+  }
+}
+
+bool depends_only_on_inputs(const RecordingData& data, uint32_t e) {
+  const ExprNode& n = data.exprs[e];
+  switch (n.op) {
+    case SizeOp::Const: return true;
+    case SizeOp::BufferSize: return data.slots[n.slot].origin == SlotOrigin::Input;
+    default: return depends_only_on_inputs(data, n.lhs) && depends_only_on_inputs(data, n.rhs);
+  }
+}
+
+}  // namespace ff::rec

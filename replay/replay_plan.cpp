@@ -1,0 +1,105 @@
+// Building a replay plan: validation, kernel resolution, patch lists, guard placement.
+//
+// The plan turns the Recording's general structure into flat arrays the replay loop walks
+// without allocating: per launch a template of argument bits (constants already in place), a
+// list of buffer patches (argument <- slot pointer + offset) and of scalar patches (argument
+// <- evaluated size expression). Sizes that are constants or a slot's size are resolved to
+// SizeRef so most evaluations are one load. Guards whose expressions read only inputs are
+// hoisted before the first op (a replay that would take another path fails before doing any
+// work); the rest are checked right after the op they were recorded after (e.g. a compress).
+#include "replay/replay_plan.h"
+
+#include "freezeframe/errors.h"
+#include "recorder/size_eval.h"
+
+namespace ff::replay {
+
+namespace {
+
+SizeRef size_ref(const rec::RecordingData& d, uint32_t e) {
+  const rec::ExprNode& n = d.exprs[e];
+  if (n.op == SizeOp::Const)
+    return {SizeRef::Const, n.value, 0};
+  if (n.op == SizeOp::BufferSize)
+    return {SizeRef::SlotSize, 0, n.slot};
+  return {SizeRef::Expr, 0, e};
+}
+
+}  // namespace
+
+ReplayPlan::ReplayPlan(std::shared_ptr<const rec::RecordingData> data, Backend& backend)
+    : data_(std::move(data)), backend_(&backend), generation_(backend.stats().generation) {
+  const rec::RecordingData& d = *data_;
+  d.validate();
+  if (d.is_capture)
+    throw FreezeError("a session capture records host reads and external memory; it can be "
+                      "inspected but not replayed");
+  kernels.reserve(d.kernels.size());
+  std::vector<std::vector<uint8_t>> lane_indexed(d.kernels.size());
+  for (size_t k = 0; k < d.kernels.size(); ++k) {
+    const KernelIR& ir = *d.kernels[k];
+    kernels.push_back(backend.compile(ir));
+    lane_indexed[k].assign(ir.params.size(), 0);
+    for (const IrInstr& in : ir.instrs)
+      if (in.op == IrOp::Load || in.op == IrOp::Store)
+        lane_indexed[k][in.a] = 1;
+  }
+
+  written_inputs.assign(d.inputs.size(), 0);
+  is_output.assign(d.slots.size(), 0);
+  for (auto& o : d.outputs)
+    is_output[o.slot] = 1;
+  for (const rec::Access& a : d.accesses)
+    if (a.write && d.slots[a.slot].origin == rec::SlotOrigin::Input)
+      written_inputs[d.slots[a.slot].origin_index] = 1;
+
+  // Guards: early ones first, then grouped by the op they follow.
+  std::vector<std::vector<uint32_t>> after(d.ops.size());
+  for (uint32_t g = 0; g < d.guards.size(); ++g) {
+    const rec::Guard& gd = d.guards[g];
+    bool early = gd.after_op == rec::kNone || (rec::depends_only_on_inputs(d, gd.lhs) &&
+                                               rec::depends_only_on_inputs(d, gd.rhs));
+    if (early)
+      guard_order.push_back(g);
+    else
+      after[gd.after_op].push_back(g);
+  }
+  n_early_guards = static_cast<uint32_t>(guard_order.size());
+
+  ops.reserve(d.ops.size());
+  for (size_t i = 0; i < d.ops.size(); ++i) {
+    const rec::Op& op = d.ops[i];
+    PlannedOp p;
+    p.code = op.code;
+    if (op.size_expr != rec::kNone)
+      p.size = size_ref(d, op.size_expr);
+    if (op.code == rec::OpCode::Launch) {
+      p.kernel = op.kernel;
+      p.n_args = op.arg_end - op.arg_begin;
+      p.template_begin = static_cast<uint32_t>(arg_template.size());
+      p.buffer_begin = static_cast<uint32_t>(buffer_patches.size());
+      p.scalar_begin = static_cast<uint32_t>(scalar_patches.size());
+      for (uint32_t a = op.arg_begin; a < op.arg_end; ++a) {
+        const rec::LaunchArg& arg = d.args[a];
+        uint32_t pos = a - op.arg_begin;
+        arg_template.push_back(arg.is_buffer ? 0 : arg.bits);
+        if (arg.is_buffer) {
+          const IrParam& param = d.kernels[op.kernel]->params[pos];
+          auto lane = static_cast<uint32_t>(lane_indexed[op.kernel][pos] ? size_of(param.type) : 0);
+          buffer_patches.push_back({pos, arg.slot, arg.offset, lane});
+        }
+        else if (arg.size_expr != rec::kNone)
+          scalar_patches.push_back({pos, size_ref(d, arg.size_expr)});
+      }
+      p.buffer_end = static_cast<uint32_t>(buffer_patches.size());
+      p.scalar_end = static_cast<uint32_t>(scalar_patches.size());
+      max_args = std::max(max_args, p.n_args);
+    }
+    p.guard_begin = static_cast<uint32_t>(guard_order.size());
+    guard_order.insert(guard_order.end(), after[i].begin(), after[i].end());
+    p.guard_end = static_cast<uint32_t>(guard_order.size());
+    ops.push_back(p);
+  }
+}
+
+}  // namespace ff::replay

@@ -1,0 +1,39 @@
+// The replayer: executes a ReplayPlan on a backend with new input buffers.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "replay/replay_plan.h"
+
+namespace ff::replay {
+
+struct ReplayInput {
+  const void* ptr;
+  ScalarType type;
+  uint64_t size;  // logical element count
+};
+
+struct ReplayOutput {
+  void* ptr = nullptr;  // owned by the caller now, unless `input` or `same_as` is set
+  ScalarType type = ScalarType::Float32;
+  uint64_t size = 0;
+  int32_t input = -1;    // the output is input k, unchanged (aliasing)
+  int32_t same_as = -1;  // the output is the same buffer as an earlier output
+};
+
+struct ReplayOptions {
+  /// Pass size provenance and guards down (replaying into an open recording scope, so the
+  /// outer recording learns exact sizes). Off: the fast path.
+  bool provenance = false;
+};
+
+/// Replays `plan` with `inputs` on `backend` (the backend the plan was built for). Throws
+/// ff::GuardError when a recorded size decision does not hold for these inputs, and
+/// ff::FreezeError for inputs that do not match the recorded signature or sizes that would
+/// be negative or out of bounds. Nothing leaks and no input is modified on any error.
+std::vector<ReplayOutput> run(const ReplayPlan& plan, Backend& backend,
+                              std::span<const ReplayInput> inputs, const ReplayOptions& options);
+
+}  // namespace ff::replay

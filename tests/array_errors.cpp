@@ -1,0 +1,183 @@
+// Errors users can cause with arrays: each raises ff::Error with a message naming the problem,
+// and leaves the library usable.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <freezeframe/freezeframe.h>
+
+#include "support/reference.h"
+
+using namespace fft;
+using Catch::Matchers::Contains;
+
+namespace {
+
+/// Sets a flag for one scope and restores the old value, also when an assertion throws.
+class FlagScope {
+ public:
+  FlagScope(ff::Flag f, bool value) : flag_(f), old_(ff::flag(f)) { ff::set_flag(f, value); }
+  ~FlagScope() { ff::set_flag(flag_, old_); }
+  FlagScope(const FlagScope&) = delete;
+  FlagScope& operator=(const FlagScope&) = delete;
+
+ private:
+  ff::Flag flag_;
+  bool old_;
+};
+
+/// Sets an environment variable for one scope.
+class EnvScope {
+ public:
+  EnvScope(const char* name, const char* value) : name_(name) {
+    if (const char* o = std::getenv(name)) old_ = o, had_ = true;
+    ::setenv(name, value, 1);
+  }
+  ~EnvScope() {
+    if (had_) ::setenv(name_.c_str(), old_.c_str(), 1);
+    else ::unsetenv(name_.c_str());
+  }
+  EnvScope(const EnvScope&) = delete;
+  EnvScope& operator=(const EnvScope&) = delete;
+
+ private:
+  std::string name_, old_;
+  bool had_ = false;
+};
+
+std::vector<uint32_t> indices_with(uint32_t bad) { return {0, 3, bad, 1}; }
+
+}  // namespace
+
+TEST_CASE("operands of mismatched sizes raise ff::Error naming both sizes",
+          "[tracer][errors][size]") {
+  ff::Float a = to_array(random_vector<float>(1234, 400));
+  ff::Float b = to_array(random_vector<float>(5678, 401));
+  // (Catch2 v2 combined matchers hold references: combine named matchers inline)
+  const auto has1234 = Contains("1234");
+  const auto has5678 = Contains("5678");
+  REQUIRE_THROWS_AS(ff::eval(a + b), ff::Error);
+  REQUIRE_THROWS_WITH(ff::eval(a + b), has1234 && has5678);
+  REQUIRE_THROWS_WITH(ff::eval(b * a), has1234 && has5678);
+  REQUIRE_THROWS_WITH(ff::eval(a < b), has1234 && has5678);
+  REQUIRE_THROWS_WITH(ff::eval(ff::fma(a, a, b)), has1234 && has5678);
+  REQUIRE_THROWS_WITH(ff::eval(ff::select(a > 0.f, a, b)), has1234 && has5678);
+  REQUIRE_THROWS_WITH(ff::eval(ff::select(b > 0.f, a, a)), has1234 && has5678);
+  // literals of both sizes
+  REQUIRE_THROWS_WITH(ff::eval(ff::full<ff::Float>(1.f, 1234) + ff::zeros<ff::Float>(5678)), has1234 && has5678);
+  // gather: index and mask sizes must agree (the source size is free)
+  ff::UInt32 i1234 = ff::arange<ff::UInt32>(1234);
+  REQUIRE_THROWS_WITH(ff::eval(ff::gather<ff::Float>(b, i1234, b > 0.f)), has1234 && has5678);
+  // scatter: value, index and mask sizes must agree
+  ff::Float target = ff::zeros<ff::Float>(10);
+  REQUIRE_THROWS_AS(
+      [&] {
+        ff::scatter(target, b, i1234);
+        ff::eval(target);
+      }(),
+      ff::Error);
+  // the library is still usable, and the failed operations left nothing pending behind
+  const auto av = host(a);
+  check_exact("a + a after the errors", a + a, 1234, [&](size_t i) { return 2.f * av[i]; });
+  check_exact("target untouched", target, 10, [](size_t) { return 0.f; });
+}
+
+TEST_CASE("an empty operand with a size-N operand is a size mismatch", "[tracer][errors][size]") {
+  ff::Float e;
+  ff::Float a = to_array(random_vector<float>(4321, 402));
+  REQUIRE_THROWS_AS(ff::eval(e + a), ff::Error);
+  REQUIRE_THROWS_WITH(ff::eval(a - e), Contains("4321") && Contains("0"));
+}
+
+TEST_CASE("out-of-range gather and scatter indices raise ff::Error naming the index in debug mode",
+          "[tracer][errors][debug]") {
+  FlagScope debug(ff::Flag::Debug, true);
+  CHECK(ff::flag(ff::Flag::Debug));
+  ff::Float src = to_array(random_vector<float>(10, 403));
+  ff::UInt32 bad_g = to_array(indices_with(98765));
+  REQUIRE_THROWS_AS(ff::eval(ff::gather<ff::Float>(src, bad_g)), ff::Error);
+  REQUIRE_THROWS_WITH(ff::eval(ff::gather<ff::Float>(src, bad_g)), Contains("98765"));
+  ff::UInt32 bad_s = to_array(indices_with(87654));
+  REQUIRE_THROWS_WITH(
+      [&] {
+        ff::Float t = ff::zeros<ff::Float>(10);
+        ff::scatter(t, 1.f, bad_s);
+        ff::eval(t);
+      }(),
+      Contains("87654"));
+  REQUIRE_THROWS_WITH(
+      [&] {
+        ff::Int64 t = ff::zeros<ff::Int64>(10);
+        ff::scatter_add(t, int64_t(1), bad_s);
+        ff::eval(t);
+      }(),
+      Contains("87654"));
+  // in-range indices still work in debug mode
+  ff::UInt32 good = to_array(std::vector<uint32_t>{9, 0});
+  const auto s = host(src);
+  check_exact("gather with debug checks", ff::gather<ff::Float>(src, good), std::vector<float>{s[9], s[0]});
+  // a large array with one bad index in the middle
+  std::vector<uint32_t> big(kLargeSize, 5);
+  big[kLargeSize / 2] = 4000000000u;
+  REQUIRE_THROWS_WITH(ff::eval(ff::gather<ff::Float>(src, to_array(big))), Contains("4000000000"));
+}
+
+TEST_CASE("FF_DEBUG=1 in the environment at init enables the index checks",
+          "[tracer][errors][debug]") {
+  ff::shutdown();
+  ff::set_flag(ff::Flag::Debug, false);
+  EnvScope env("FF_DEBUG", "1");
+  ff::init();
+  CHECK(ff::flag(ff::Flag::Debug));
+  ff::Float src = to_array(random_vector<float>(10, 404));
+  REQUIRE_THROWS_AS(ff::eval(ff::gather<ff::Float>(src, to_array(indices_with(12345)))), ff::Error);
+  REQUIRE_THROWS_WITH(ff::eval(ff::gather<ff::Float>(src, to_array(indices_with(12345)))), Contains("12345"));
+  ff::shutdown();
+  ff::set_flag(ff::Flag::Debug, false);
+}
+
+TEST_CASE("without debug checks out-of-range indices read 0 and drop writes",
+          "[tracer][errors][debug]") {
+  FlagScope debug(ff::Flag::Debug, false);
+  ff::Float src = to_array(std::vector<float>{1, 2, 3});
+  ff::Float g = ff::gather<ff::Float>(src, to_array(std::vector<uint32_t>{2, 3, 4000000000u, 0}));
+  check_exact("gather out of range", g, std::vector<float>{3, 0, 0, 1});
+  ff::Float t = to_array(std::vector<float>{1, 2, 3});
+  ff::scatter(t, 9.f, to_array(std::vector<uint32_t>{1, 3, 4000000000u}));
+  check_exact("scatter out of range", t, std::vector<float>{1, 9, 3});
+}
+
+TEST_CASE("init with an unknown backend raises ff::Error listing the known ones",
+          "[tracer][errors][init]") {
+  REQUIRE_THROWS_AS(ff::init("nonexistent"), ff::Error);
+  REQUIRE_THROWS_WITH(ff::init("nonexistent"), Contains("llvm") && Contains("nonexistent"));
+  REQUIRE_THROWS_WITH(ff::init("record:nonexistent"), Contains("llvm"));
+  // a good init afterwards works
+  ff::init("llvm");
+  CHECK(ff::backend_name() == "llvm");
+  check_exact("work after a failed init", ff::arange<ff::Int32>(5) * 2, 5,
+              [](size_t i) { return static_cast<int32_t>(2 * i); });
+}
+
+TEST_CASE("FF_BACKEND names the backend of a plain init", "[tracer][errors][init]") {
+  ff::shutdown();
+  {
+    EnvScope env("FF_BACKEND", "nonexistent");
+    REQUIRE_THROWS_WITH(ff::init(), Contains("llvm"));
+  }
+  {
+    EnvScope env("FF_BACKEND", "llvm");
+    ff::init();
+    CHECK(ff::backend_name() == "llvm");
+  }
+  ff::shutdown();
+}
+
+TEST_CASE("size arithmetic below zero or by zero raises ff::Error", "[tracer][errors][size]") {
+  ff::Float x = to_array(random_vector<float>(7, 405));
+  REQUIRE_THROWS_AS(ff::width(x) - 8, ff::Error);
+  REQUIRE_THROWS_AS(ff::width(x) / 0, ff::Error);
+  CHECK(static_cast<size_t>(ff::width(x) - 7) == 0);
+}

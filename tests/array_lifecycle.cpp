@@ -1,0 +1,161 @@
+// init / shutdown / re-init, automatic initialisation, the kernel cache flush and the memory
+// counters. Clean under ASan + LeakSanitizer is part of the contract (the CI's sanitizer leg).
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <freezeframe/freezeframe.h>
+
+#include "support/reference.h"
+
+using namespace fft;
+
+namespace {
+
+/// The stack a plain ff::init() builds: FF_BACKEND, default "llvm".
+std::string default_backend() {
+  const char* e = std::getenv("FF_BACKEND");
+  return e && *e ? e : "llvm";
+}
+
+/// A little of everything: a fused kernel, a reduction, a scatter, a compress.
+void some_work(size_t n, uint64_t salt) {
+  const auto a = random_vector<int32_t>(n, salt);
+  ff::Int32 x = to_array(a);
+  ff::Int32 y = x * 3 + 1;
+  ff::Int32 s = ff::sum(y);
+  ff::Int32 t = ff::zeros<ff::Int32>(n);
+  ff::scatter(t, y, ff::arange<ff::UInt32>(n));
+  ff::UInt32 c = ff::compress(x > 0);
+  std::vector<int32_t> want(n);
+  uint32_t want_s = 0;
+  size_t want_c = 0;
+  for (size_t i = 0; i < n; ++i) {
+    want[i] = r_add<int32_t>(r_mul<int32_t>(a[i], 3), 1);
+    want_s += static_cast<uint32_t>(want[i]);
+    want_c += a[i] > 0;
+  }
+  check_exact("x * 3 + 1", y, want);
+  check_exact("scatter of x * 3 + 1", t, want);
+  CHECK(scalar_of(s) == static_cast<int32_t>(want_s));
+  CHECK(c.size() == want_c);
+}
+
+}  // namespace
+
+TEST_CASE("shutdown then init again gives a working library", "[tracer][init]") {
+  ff::init();
+  CHECK(ff::is_initialized());
+  some_work(1000, 500);
+  ff::shutdown();
+  CHECK_FALSE(ff::is_initialized());
+  ff::init("llvm");
+  CHECK(ff::is_initialized());
+  CHECK(ff::backend_name() == "llvm");
+  some_work(1000, 501);
+  ff::shutdown();
+}
+
+TEST_CASE("a loop of init work shutdown leaks nothing and keeps working", "[tracer][init]") {
+  for (int round = 0; round < 5; ++round) {
+    INFO("round " << round);
+    ff::init("llvm");
+    some_work(round % 2 ? 7 : 10000, 502 + static_cast<uint64_t>(round));
+    const ff::Stats s = ff::stats();
+    CHECK(s.launches > 0);
+    ff::shutdown();
+  }
+  ff::shutdown();  // a second shutdown is harmless
+}
+
+TEST_CASE("arrays initialise the default llvm backend when init was not called",
+          "[tracer][init]") {
+  ff::shutdown();
+  CHECK_FALSE(ff::is_initialized());
+  ff::Float x = ff::arange<ff::Float>(10) * 0.5f;
+  check_exact("arange(10) * 0.5", x, 10, [](size_t i) { return 0.5f * static_cast<float>(i); });
+  CHECK(ff::is_initialized());
+  CHECK(ff::backend_name() == default_backend());
+  ff::shutdown();
+  // and again after a shutdown
+  some_work(100, 503);
+  CHECK(ff::is_initialized());
+}
+
+TEST_CASE("arrays still alive at shutdown are destroyed safely afterwards", "[tracer][init]") {
+  ff::init();
+  {
+    ff::Float kept = to_array(std::vector<float>{1, 2, 3});
+    ff::eval(kept);
+    ff::Float lazy = kept * 2.f;
+    ff::Float lit = 5.f;
+    ff::shutdown();
+  }  // destroyed with no backend stack
+  some_work(10, 505);  // and the next use starts a fresh one
+}
+
+TEST_CASE("arrays alive across shutdown and init keep their contents", "[tracer][init]") {
+  ff::init();
+  ff::Float kept = to_array(std::vector<float>{1, 2, 3});
+  ff::eval(kept);
+  ff::Float lazy = kept * 2.f;
+  ff::shutdown();
+  // init.h: "arrays still alive keep their buffers until they are destroyed"
+  ff::init();
+  check_exact("an evaluated array across shutdown", kept, std::vector<float>{1, 2, 3});
+  check_exact("a lazy array across shutdown", lazy, std::vector<float>{2, 4, 6});
+}
+
+TEST_CASE("flush_kernel_cache bumps the generation and the next use recompiles",
+          "[tracer][cache]") {
+  ff::shutdown();
+  ff::init();
+  ff::Float x = to_array(random_vector<float>(100, 504));
+  auto run = [&] {
+    ff::Float y = ff::exp(x) + 1.f;
+    ff::eval(y);
+  };
+  const ff::Stats cold = delta(run);
+  CHECK(cold.compiles == 1);
+  const ff::Stats warm = delta(run);
+  CHECK(warm.compiles == 0);
+  const ff::Stats flushed = delta([] { ff::flush_kernel_cache(); });
+  CHECK(flushed.generation == 1);
+  const ff::Stats after = delta(run);
+  CHECK(after.compiles == 1);
+}
+
+TEST_CASE("memory counters follow allocations and reset_peak_memory restarts the peak",
+          "[tracer][memory]") {
+  ff::shutdown();
+  ff::init();
+  const size_t n = kLargeSize;
+  const ff::Stats before = ff::stats();
+  {
+    ff::Float a = ff::full<ff::Float>(1.f, n) + ff::arange<ff::Float>(n);
+    ff::eval(a);
+    ff::sync();
+    const ff::Stats live = ff::stats();
+    CHECK(live.allocs > before.allocs);
+    CHECK(live.bytes_allocated >= before.bytes_allocated + n * sizeof(float));
+    CHECK(live.peak_bytes >= live.bytes_allocated);
+  }
+  ff::sync();
+  const ff::Stats released = ff::stats();
+  CHECK(released.bytes_allocated <= before.bytes_allocated);  // the buffer went back
+  CHECK(released.peak_bytes >= before.bytes_allocated + n * sizeof(float));
+  ff::reset_peak_memory();
+  const ff::Stats reset = ff::stats();
+  CHECK(reset.peak_bytes == reset.bytes_allocated);
+  {
+    ff::Float64 b = ff::zeros<ff::Float64>(1000);
+    ff::make_opaque(b);
+    CHECK(ff::stats().peak_bytes >= reset.bytes_allocated + 1000 * sizeof(double));
+  }
+  // reading back counts as a host read
+  ff::Float c = to_array(std::vector<float>{1, 2});
+  const ff::Stats read = delta([&] { (void)c.to_vector(); });
+  CHECK(read.host_reads >= 1);
+}

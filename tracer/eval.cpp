@@ -1,0 +1,416 @@
+// Evaluation: turning lazy variables into kernels and launching them.
+//
+// Theory of operation
+// -------------------
+// ff::eval(roots) evaluates the given lazy variables plus every pending scatter. Roots and
+// scatters are grouped by size; each group becomes one kernel over [0, size):
+//
+//   x (evaluated, 1000)    y = fma(x, 0.5, x) + 1      eval(y)
+//   => kernel(size 1000): %0 = load p0; %1 = literal 0.5; %2 = fma %0 %1 %0;
+//                         %3 = literal 1; %4 = add %2 %3; store p1 %4
+//
+// A depth-first walk (iterative, so long chains cannot overflow the stack) visits each
+// variable once per kernel (scratch_epoch/scratch cache its instruction index):
+// - evaluated variables become buffer parameters (deduplicated per buffer) read with Load,
+//   or LoadBroadcast when their size is 1 inside a larger kernel (so the kernel is specialised
+//   for broadcast operands, exactly what the freeze key's size-1 pattern captures);
+// - literals become Literal instructions (their values are part of the kernel's identity);
+// - Scalar variables (a mean's count) and gather/scatter bounds become scalar parameters that
+//   carry size provenance, so the same code at another size is the same kernel;
+// - a size-1 Index inside a larger kernel is the constant 0 (arange(1) broadcasts).
+// Each root gets a fresh output buffer (alloc with the root's size provenance) and a Store.
+// The IR is hashed (XXH3-128) and handed to Backend::compile, whose cache makes the second
+// identical eval compile nothing; then Backend::launch with the buffers and scalars.
+//
+// Invariants: a gather's source is always evaluated (materialised when the gather is built);
+// nothing lazy reads a buffer with a pending scatter (reading a dirty variable flushes the
+// scatters first, and scatter is copy-on-write), so kernels of different sizes may run in any
+// order. Afterwards each root holds its buffer, drops its operands, and its provenance becomes
+// a leaf naming its own buffer.
+//
+// Failure: if compiling or launching throws, roots stay lazy and unlaunched scatters stay
+// pending, so the state is as before the call.
+#include <algorithm>
+#include <cstring>
+
+#include "common/log.h"
+#include "freezeframe/errors.h"
+#include "tracer/variable.h"
+
+namespace ff::detail {
+
+std::shared_ptr<Buffer> alloc_buffer(ScalarType t, uint64_t size, const SizeExprNode* prov) {
+  const std::shared_ptr<Device>& dev = current_device();
+  thread_local std::vector<SizeNode> nodes;
+  nodes.clear();
+  if (prov)
+    flatten(prov, size, nodes);
+  void* p = dev->backend().alloc(t, size, nodes);
+  try {
+    return std::make_shared<Buffer>(p, size, t, dev);
+  } catch (...) {
+    dev->backend().release(p);
+    throw;
+  }
+}
+
+VarId var_from_buffer(std::shared_ptr<Buffer> buffer) {
+  ScalarType t = buffer->type;
+  uint64_t n = buffer->size;
+  SizeExprPtr leaf = size_leaf(buffer);
+  VarId v = new_var(VarKind::Evaluated, t, n, std::move(leaf));
+  state()[v].buffer = std::move(buffer);
+  return v;
+}
+
+namespace {
+
+/// Turns a variable into an evaluated one that owns `buffer`, dropping its operands.
+void become_evaluated(VarId v, std::shared_ptr<Buffer> buffer) {
+  TracerState& s = state();
+  VarId deps[4];
+  std::copy(std::begin(s[v].dep), std::end(s[v].dep), deps);
+  Variable& var = s[v];
+  var.kind = VarKind::Evaluated;
+  std::fill(std::begin(var.dep), std::end(var.dep), 0);
+  var.prov = size_leaf(buffer);
+  var.buffer = std::move(buffer);
+  for (VarId d : deps)
+    dec_ref(d);
+}
+
+struct RangeReport {
+  std::shared_ptr<Buffer> buffer;
+  const char* what;
+  uint64_t bound;
+};
+
+/// Builds one kernel's IR and arguments.
+class KernelBuilder {
+ public:
+  KernelBuilder(TracerState& s, KernelIR& ir, uint64_t size) : s_(s), ir_(ir), size_(size) {
+    epoch_ = ++s.epoch;
+    ir_.params.clear();
+    ir_.instrs.clear();
+    bits_.clear();
+    prov_ranges_.clear();
+    prov_nodes_.clear();
+  }
+
+  uint32_t emit(VarId root);
+
+  uint32_t buffer_param(Buffer& b, ParamKind kind) {
+    if (b.param_epoch == epoch_) {
+      IrParam& p = ir_.params[b.param_index];
+      if (p.kind != kind)
+        p.kind = ParamKind::BufferInOut;
+      return b.param_index;
+    }
+    b.param_epoch = epoch_;
+    b.param_index = static_cast<uint32_t>(ir_.params.size());
+    ir_.params.push_back({kind, b.type});
+    bits_.push_back(reinterpret_cast<uint64_t>(b.ptr));
+    prov_ranges_.push_back({0, 0});
+    return b.param_index;
+  }
+
+  uint32_t scalar_param(ScalarType t, uint64_t bits, const SizeExprNode* prov) {
+    auto index = static_cast<uint32_t>(ir_.params.size());
+    ir_.params.push_back({ParamKind::Scalar, t});
+    bits_.push_back(bits);
+    auto begin = static_cast<uint32_t>(prov_nodes_.size());
+    if (prov)
+      flatten(prov, bits, prov_nodes_);
+    prov_ranges_.push_back({begin, static_cast<uint32_t>(prov_nodes_.size()) - begin});
+    return index;
+  }
+
+  uint32_t instr(IrInstr in) {
+    ir_.instrs.push_back(in);
+    return static_cast<uint32_t>(ir_.instrs.size() - 1);
+  }
+
+  /// The bound of a gather or scatter: a scalar parameter naming the buffer's size.
+  uint32_t bound_param(const std::shared_ptr<Buffer>& b) {
+    SizeNode leaf{SizeOp::BufferSize, b->size, b->ptr};
+    auto index = static_cast<uint32_t>(ir_.params.size());
+    ir_.params.push_back({ParamKind::Scalar, ScalarType::UInt64});
+    bits_.push_back(b->size);
+    prov_ranges_.push_back({static_cast<uint32_t>(prov_nodes_.size()), 1});
+    prov_nodes_.push_back(leaf);
+    return index;
+  }
+
+  /// FF_DEBUG: a one-word report buffer for a gather/scatter's out-of-range indices.
+  void add_range_report(IrInstr& in, const char* what, uint64_t bound) {
+    auto report = alloc_buffer(ScalarType::UInt64, 1, nullptr);
+    report->device->backend().fill(report->ptr, 1, 8, 0);
+    in.flags |= kIrFlagReportRange;
+    in.imm = buffer_param(*report, ParamKind::BufferInOut);
+    reports_.push_back({std::move(report), what, bound});
+  }
+
+  std::span<const KernelArg> args(std::vector<KernelArg>& out) const {
+    out.resize(bits_.size());
+    for (size_t i = 0; i < bits_.size(); ++i)
+      out[i] = KernelArg{bits_[i], SizeProv(prov_nodes_.data() + prov_ranges_[i].first,
+                                            prov_ranges_[i].second)};
+    return out;
+  }
+
+  void check_reports() {
+    for (auto& r : reports_) {
+      uint64_t word = 0;
+      r.buffer->device->backend().copy(&word, r.buffer->ptr, 8, CopyKind::DeviceToHost);
+      if (word != 0)
+        throw Error(std::string(r.what) + ": index " +
+                    std::to_string(static_cast<int64_t>(word - 1)) +
+                    " is out of range for an array of size " + std::to_string(r.bound) +
+                    " (FF_DEBUG range check; the access was skipped)");
+    }
+  }
+
+ private:
+  TracerState& s_;
+  KernelIR& ir_;
+  uint64_t size_;
+  uint32_t epoch_;
+  thread_local static std::vector<uint64_t> bits_;
+  thread_local static std::vector<std::pair<uint32_t, uint32_t>> prov_ranges_;
+  thread_local static std::vector<SizeNode> prov_nodes_;
+  std::vector<RangeReport> reports_;
+};
+
+thread_local std::vector<uint64_t> KernelBuilder::bits_;
+thread_local std::vector<std::pair<uint32_t, uint32_t>> KernelBuilder::prov_ranges_;
+thread_local std::vector<SizeNode> KernelBuilder::prov_nodes_;
+
+uint32_t KernelBuilder::emit(VarId root) {
+  thread_local std::vector<std::pair<VarId, bool>> stack;
+  stack.clear();
+  stack.push_back({root, false});
+  while (!stack.empty()) {
+    auto [v, expanded] = stack.back();
+    Variable& var = s_[v];
+    if (var.scratch_epoch == epoch_) {
+      stack.pop_back();
+      continue;
+    }
+    if (var.kind == VarKind::Op && !expanded) {
+      stack.back().second = true;
+      for (int i = 3; i >= (var.op == IrOp::Gather ? 1 : 0); --i) {
+        VarId d = var.dep[i];
+        if (d && s_[d].scratch_epoch != epoch_)
+          stack.push_back({d, false});
+      }
+      continue;
+    }
+    stack.pop_back();
+    IrInstr in{IrOp::Literal, var.type};
+    switch (var.kind) {
+      case VarKind::Evaluated:
+        in.op = var.size == 1 && size_ != 1 ? IrOp::LoadBroadcast : IrOp::Load;
+        in.a = buffer_param(*var.buffer, ParamKind::BufferIn);
+        break;
+      case VarKind::Literal: in.imm = var.imm; break;
+      case VarKind::Scalar:
+        in.op = IrOp::Scalar;
+        in.a = scalar_param(var.type, var.imm, var.value_prov.get());
+        break;
+      case VarKind::Op:
+        in.op = var.op;
+        if (var.op == IrOp::Index && var.size == 1 && size_ != 1) {
+          in.op = IrOp::Literal;  // arange(1) broadcast: every lane reads element 0
+        } else if (var.op == IrOp::Gather) {
+          const std::shared_ptr<Buffer>& src = s_[var.dep[0]].buffer;
+          in.a = buffer_param(*src, ParamKind::BufferIn);
+          in.b = s_[var.dep[1]].scratch;
+          in.c = s_[var.dep[2]].scratch;
+          in.d = bound_param(src);
+          if (debug_checks())
+            add_range_report(in, "gather", src->size);
+        } else if (var.op != IrOp::Index) {
+          uint32_t* fields[3] = {&in.a, &in.b, &in.c};
+          for (int i = 0; i < 3 && var.dep[i]; ++i)
+            *fields[i] = s_[var.dep[i]].scratch;
+        }
+        break;
+      case VarKind::Empty: throw Error("internal: a freed variable was reached during eval");
+    }
+    var.scratch = instr(in);
+    var.scratch_epoch = epoch_;
+  }
+  return s_[root].scratch;
+}
+
+struct Group {
+  uint64_t size;
+  SizeExprPtr prov;
+  std::vector<VarId> roots;
+  std::vector<size_t> effects;  // indices into the effect list
+};
+
+void launch_group(TracerState& s, Group& g, std::vector<SideEffect>& effects) {
+  thread_local KernelIR ir;
+  thread_local std::vector<KernelArg> args;
+  thread_local std::vector<SizeNode> launch_prov;
+  KernelBuilder kb(s, ir, g.size);
+  std::vector<std::shared_ptr<Buffer>> outputs;
+  outputs.reserve(g.roots.size());
+  for (VarId r : g.roots) {
+    uint32_t value = kb.emit(r);
+    auto out = alloc_buffer(s[r].type, g.size, s[r].prov.get());
+    uint32_t p = kb.buffer_param(*out, ParamKind::BufferOut);
+    kb.instr(IrInstr{IrOp::Store, s[r].type, 0, p, value});
+    outputs.push_back(std::move(out));
+  }
+  for (size_t i : g.effects) {
+    SideEffect& e = effects[i];
+    IrInstr in{e.add ? IrOp::ScatterAdd : IrOp::Scatter, s[e.target].type};
+    in.b = kb.emit(e.index);
+    in.c = kb.emit(e.mask);
+    in.d = kb.emit(e.value);
+    const std::shared_ptr<Buffer>& target = s[e.target].buffer;
+    in.a = kb.buffer_param(*target, ParamKind::BufferInOut);
+    in.e = kb.bound_param(target);
+    if (debug_checks())
+      kb.add_range_report(in, e.add ? "scatter_add" : "scatter", target->size);
+    kb.instr(in);
+  }
+  ir.finalize();
+  Backend& backend = current_device()->backend();
+  KernelHandle kernel = backend.compile(ir);
+  launch_prov.clear();
+  if (g.prov)
+    flatten(g.prov.get(), g.size, launch_prov);
+  backend.launch(kernel, g.size, launch_prov, kb.args(args));
+  for (size_t i = 0; i < g.roots.size(); ++i)
+    become_evaluated(g.roots[i], std::move(outputs[i]));
+  kb.check_reports();
+}
+
+/// Evaluates `roots` (lazy variables) and every pending scatter.
+void eval_roots(std::span<const VarId> roots) {
+  TracerState& s = state();
+  std::vector<SideEffect> effects;
+  effects.swap(s.side_effects);
+  std::vector<Group> groups;
+  auto group_for = [&](uint64_t size, const SizeExprPtr& prov) -> Group& {
+    for (Group& g : groups)
+      if (g.size == size)
+        return g;
+    groups.push_back(Group{size, prov, {}, {}});
+    return groups.back();
+  };
+  for (VarId r : roots)
+    group_for(s[r].size, s[r].prov).roots.push_back(r);
+  for (size_t i = 0; i < effects.size(); ++i)
+    group_for(effects[i].size, effects[i].prov).effects.push_back(i);
+
+  std::vector<bool> done(effects.size(), false);
+  try {
+    for (Group& g : groups) {
+      if (g.size == 0) {  // nothing to compute: empty outputs, no-op scatters
+        for (VarId r : g.roots)
+          become_evaluated(r, alloc_buffer(s[r].type, 0, s[r].prov.get()));
+      } else {
+        launch_group(s, g, effects);
+      }
+      for (size_t i : g.effects)
+        done[i] = true;
+    }
+  } catch (...) {
+    // Unlaunched scatters stay pending; launched ones are released below.
+    for (size_t i = 0; i < effects.size(); ++i)
+      if (!done[i])
+        s.side_effects.push_back(effects[i]);
+    for (size_t i = 0; i < effects.size(); ++i)
+      if (done[i]) {
+        SideEffect& e = effects[i];
+        for (VarId d : {e.value, e.index, e.mask, e.target})
+          dec_ref(d);
+      }
+    throw;
+  }
+  for (SideEffect& e : effects) {
+    s[e.target].dirty = false;
+    for (VarId d : {e.value, e.index, e.mask, e.target})
+      dec_ref(d);
+  }
+  for (SideEffect& e : s.side_effects)  // only non-empty after a nested failure
+    s[e.target].dirty = true;
+}
+
+}  // namespace
+
+void flush_side_effects() {
+  if (!state().side_effects.empty())
+    eval_roots({});
+}
+
+void materialize(VarId v) {
+  TracerState& s = state();
+  switch (s[v].kind) {
+    case VarKind::Evaluated: return;
+    case VarKind::Literal: {
+      Variable& var = s[v];
+      auto buffer = alloc_buffer(var.type, var.size, var.prov.get());
+      if (var.size)
+        buffer->device->backend().fill(buffer->ptr, var.size, static_cast<uint32_t>(size_of(var.type)),
+                                  var.imm);
+      Variable& again = s[v];
+      again.kind = VarKind::Evaluated;
+      again.prov = size_leaf(buffer);
+      again.buffer = std::move(buffer);
+      return;
+    }
+    case VarKind::Scalar:
+    case VarKind::Op: {
+      VarId roots[1] = {v};
+      eval_roots(roots);
+      return;
+    }
+    case VarKind::Empty: throw Error("internal: materialize of a freed variable");
+  }
+}
+
+void var_eval(std::span<const VarId> vars) {
+  TracerState& s = state();
+  std::vector<VarId> roots;
+  roots.reserve(vars.size());
+  for (VarId v : vars) {
+    auto k = s[v].kind;
+    if ((k == VarKind::Op || k == VarKind::Scalar) &&
+        std::find(roots.begin(), roots.end(), v) == roots.end())
+      roots.push_back(v);
+  }
+  if (roots.empty() && s.side_effects.empty())
+    return;
+  eval_roots(roots);
+}
+
+void var_make_opaque(std::span<const VarId> vars) {
+  flush_side_effects();
+  for (VarId v : vars)
+    materialize(v);
+}
+
+void var_read(VarId v, void* out) {
+  TracerState& s = state();
+  if (s[v].dirty)
+    flush_side_effects();
+  Variable& var = s[v];
+  size_t elem = size_of(var.type);
+  if (var.kind == VarKind::Literal) {  // no device round trip for a constant
+    auto* bytes = static_cast<unsigned char*>(out);
+    for (uint64_t i = 0; i < var.size; ++i)
+      std::memcpy(bytes + i * elem, &var.imm, elem);  // little-endian: low bytes first
+    return;
+  }
+  materialize(v);
+  Variable& ev = s[v];
+  if (ev.size)
+    ev.buffer->device->backend().copy(out, ev.buffer->ptr, ev.size * elem, CopyKind::DeviceToHost);
+}
+
+}  // namespace ff::detail

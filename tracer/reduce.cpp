@@ -1,0 +1,66 @@
+// Whole-array operations that the backend implements natively: reductions, scans, compress.
+#include "freezeframe/errors.h"
+#include "tracer/variable.h"
+
+namespace ff::detail {
+namespace {
+
+/// Evaluates `a` (running pending scatters first) and returns its buffer.
+const std::shared_ptr<Buffer>& input_buffer(VarId a) {
+  if (state()[a].dirty)
+    flush_side_effects();
+  materialize(a);
+  return state()[a].buffer;
+}
+
+}  // namespace
+
+VarId var_reduce(Reduction op, VarId a) {
+  ScalarType t = state()[a].type;
+  ReduceOp rop = ReduceOp::Sum;
+  switch (op) {
+    case Reduction::Sum: rop = ReduceOp::Sum; break;
+    case Reduction::Prod: rop = ReduceOp::Prod; break;
+    case Reduction::Min: rop = ReduceOp::Min; break;
+    case Reduction::Max: rop = ReduceOp::Max; break;
+  }
+  if (t == ScalarType::Bool && (rop == ReduceOp::Sum || rop == ReduceOp::Prod))
+    throw Error("sum/prod of a bool array: cast it to an integer type first");
+  std::shared_ptr<Buffer> in = input_buffer(a);
+  auto out = alloc_buffer(t, 1, nullptr);
+  out->device->backend().reduce(rop, t, in->ptr, in->size, out->ptr);
+  return var_from_buffer(std::move(out));
+}
+
+VarId var_mean(VarId a) {
+  ScalarType t = state()[a].type;
+  VarRef total(var_reduce(Reduction::Sum, a));
+  // The count is a kernel argument with provenance: any size reuses the same kernel.
+  VarRef count(new_var(VarKind::Scalar, ScalarType::UInt64, 1, nullptr));
+  state()[count.get()].imm = state()[a].size;
+  state()[count.get()].value_prov = width_expr(a);
+  VarRef denom(var_cast(t, count.get()));
+  return var_binary(Op::Div, total.get(), denom.get());
+}
+
+VarId var_prefix_sum(VarId a, bool exclusive) {
+  ScalarType t = state()[a].type;
+  if (t == ScalarType::Bool)
+    throw Error("prefix_sum of a bool array: cast it to an integer type first");
+  std::shared_ptr<Buffer> in = input_buffer(a);
+  auto out = alloc_buffer(t, in->size, width_expr(a).get());
+  out->device->backend().prefix_sum(t, exclusive, in->ptr, in->size, out->ptr);
+  return var_from_buffer(std::move(out));
+}
+
+VarId var_compress(VarId mask) {
+  if (state()[mask].type != ScalarType::Bool)
+    throw Error("compress: the mask must be a bool array");
+  std::shared_ptr<Buffer> in = input_buffer(mask);
+  auto out = alloc_buffer(ScalarType::UInt32, in->size, width_expr(mask).get());
+  size_t count = out->device->backend().compress(in->ptr, in->size, out->ptr);
+  out->size = count;  // the logical size is the count; the allocation keeps its capacity
+  return var_from_buffer(std::move(out));
+}
+
+}  // namespace ff::detail

@@ -1,0 +1,137 @@
+// init/shutdown, flags, logging set-up and statistics of the public API.
+#include "tracer/runtime.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "backend/registry.h"
+#include "common/log.h"
+#include "freezeframe/errors.h"
+#include "freezeframe/init.h"
+
+namespace ff {
+namespace detail {
+namespace {
+
+std::mutex g_mutex;
+std::shared_ptr<Device> g_device;          // guarded by g_mutex for writes
+std::atomic<Device*> g_device_fast{nullptr};  // lock-free read path
+thread_local std::shared_ptr<Device> t_device;  // this thread's reference to the stack
+std::atomic<bool> g_flags[2] = {true, false};
+
+std::string env_or(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+void init_locked(std::string_view spec) {
+  std::string chosen = spec.empty() ? env_or("FF_BACKEND", "llvm") : std::string(spec);
+  if (const char* lvl = std::getenv("FF_LOG_LEVEL"); lvl && *lvl)
+    logging::apply_level_spec(lvl);
+  if (const char* dbg = std::getenv("FF_DEBUG"); dbg && *dbg && std::string(dbg) != "0")
+    g_flags[static_cast<int>(Flag::Debug)] = true;
+  auto backend = backend_registry().create(chosen, BackendOptions{});
+  logging::tracer().info("initialised backend stack '{}'{}", backend->name(),
+                     debug_checks() ? " with range checks (FF_DEBUG)" : "");
+  g_device = std::make_shared<Device>(std::move(backend));
+  g_device_fast = g_device.get();
+}
+
+}  // namespace
+
+Backend& Device::decorate(
+    const std::function<bool(Backend&)>& keep,
+    const std::function<std::unique_ptr<Backend>(std::unique_ptr<Backend>)>& decorate) {
+  std::lock_guard lock(mutex_);
+  if (keep(*owner_))
+    return *owner_;
+  owner_ = decorate(std::move(owner_));
+  top_.store(owner_.get(), std::memory_order_release);
+  return *owner_;
+}
+
+int& recording_depth() {
+  thread_local int depth = 0;
+  return depth;
+}
+
+const std::shared_ptr<Device>& current_device() {
+  Device* fast = g_device_fast.load(std::memory_order_acquire);
+  if (fast && t_device.get() == fast) [[likely]]
+    return t_device;
+  std::lock_guard lock(g_mutex);
+  if (!g_device)
+    init_locked({});
+  t_device = g_device;
+  return t_device;
+}
+
+bool debug_checks() { return g_flags[static_cast<int>(Flag::Debug)].load(std::memory_order_relaxed); }
+
+}  // namespace detail
+
+void init(std::string_view spec) {
+  std::lock_guard lock(detail::g_mutex);
+  detail::g_device_fast = nullptr;
+  detail::g_device.reset();
+  detail::init_locked(spec);
+}
+
+void shutdown() {
+  std::lock_guard lock(detail::g_mutex);
+  detail::g_device_fast = nullptr;
+  detail::g_device.reset();
+  detail::t_device.reset();
+}
+
+bool is_initialized() {
+  std::lock_guard lock(detail::g_mutex);
+  return detail::g_device != nullptr;
+}
+
+std::string backend_name() { return detail::current_device()->backend().name(); }
+
+void set_flag(Flag f, bool value) {
+  auto i = static_cast<size_t>(f);
+  if (i >= 2)
+    throw Error("set_flag: unknown flag " + std::to_string(i));
+  detail::g_flags[i] = value;
+}
+
+bool flag(Flag f) {
+  auto i = static_cast<size_t>(f);
+  if (i >= 2)
+    throw Error("flag: unknown flag " + std::to_string(i));
+  return detail::g_flags[i];
+}
+
+void set_log_level(LogLevel level) {
+  static const spdlog::level::level_enum map[] = {
+      spdlog::level::trace, spdlog::level::debug, spdlog::level::info,    spdlog::level::warn,
+      spdlog::level::err,   spdlog::level::critical, spdlog::level::off};
+  logging::set_all_levels(map[static_cast<int>(level)]);
+}
+
+Stats stats() {
+  BackendStats b = detail::current_device()->backend().stats();
+  Stats s;
+  s.compiles = b.compiles;
+  s.cache_hits = b.cache_hits;
+  s.launches = b.launches;
+  s.reductions = b.reductions;
+  s.allocs = b.allocs;
+  s.bytes_allocated = b.bytes_allocated;
+  s.peak_bytes = b.peak_bytes;
+  s.copies = b.copies;
+  s.host_reads = b.host_reads;
+  s.generation = b.generation;
+  return s;
+}
+
+void reset_peak_memory() { detail::current_device()->backend().reset_peak(); }
+
+void sync() { detail::current_device()->backend().sync(); }
+
+void flush_kernel_cache() { detail::current_device()->backend().flush_kernels(); }
+
+}  // namespace ff

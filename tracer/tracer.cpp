@@ -1,0 +1,401 @@
+// Building the variable graph: reference counts, literals and folding, size checks with
+// guards, copy-on-write scatters. Evaluation lives in eval.cpp.
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "common/log.h"
+#include "freezeframe/errors.h"
+#include "tracer/fold.h"
+#include "tracer/variable.h"
+
+namespace ff::detail {
+
+// ---------------------------------------------------------------------------------------------
+// Per-thread state and reference counting
+
+namespace {
+
+/// Owns the thread's state; marks it dead at thread exit so handles destroyed later (static
+/// arrays) do nothing instead of touching freed memory.
+struct StateHolder {
+  TracerState* state = new TracerState;
+  ~StateHolder() {
+    delete state;
+    state = nullptr;
+  }
+};
+thread_local StateHolder t_state;
+
+}  // namespace
+
+TracerState& state() { return *t_state.state; }
+
+VarId TracerState::alloc_var() {
+  if (!free_list.empty()) {
+    VarId v = free_list.back();
+    free_list.pop_back();
+    return v;
+  }
+  vars.emplace_back();
+  return static_cast<VarId>(vars.size() - 1);
+}
+
+void TracerState::free_var(VarId v) {
+  // Iterative, so dropping a long lazy chain cannot overflow the stack.
+  thread_local std::vector<VarId> work;
+  size_t base = work.size();
+  work.push_back(v);
+  while (work.size() > base) {
+    VarId id = work.back();
+    work.pop_back();
+    Variable& var = vars[id];
+    for (VarId d : var.dep) {
+      if (d && --vars[d].refs == 0)
+        work.push_back(d);
+    }
+    var = Variable{};
+    free_list.push_back(id);
+  }
+}
+
+void inc_ref(VarId v) noexcept {
+  if (v && t_state.state)
+    ++(*t_state.state)[v].refs;
+}
+
+void dec_ref(VarId v) noexcept {
+  if (!v || !t_state.state)
+    return;
+  TracerState& s = *t_state.state;
+  if (--s[v].refs == 0)
+    s.free_var(v);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+namespace {
+
+const char* op_name(Op op) {
+  static const char* const names[] = {
+      "neg", "not", "abs", "sqrt", "exp", "log", "sin", "cos", "floor", "ceil", "add",
+      "sub", "mul", "div", "mod", "min", "max", "and", "or", "xor", "shl", "shr",
+      "eq",  "ne",  "lt",  "le",  "gt",  "ge",  "fma", "select"};
+  return names[static_cast<int>(op)];
+}
+
+IrOp to_ir(Op op) {
+  switch (op) {
+    case Op::Neg: return IrOp::Neg;
+    case Op::Not: return IrOp::Not;
+    case Op::Abs: return IrOp::Abs;
+    case Op::Sqrt: return IrOp::Sqrt;
+    case Op::Exp: return IrOp::Exp;
+    case Op::Log: return IrOp::Log;
+    case Op::Sin: return IrOp::Sin;
+    case Op::Cos: return IrOp::Cos;
+    case Op::Floor: return IrOp::Floor;
+    case Op::Ceil: return IrOp::Ceil;
+    case Op::Add: return IrOp::Add;
+    case Op::Sub: return IrOp::Sub;
+    case Op::Mul: return IrOp::Mul;
+    case Op::Div: return IrOp::Div;
+    case Op::Mod: return IrOp::Mod;
+    case Op::Min: return IrOp::Min;
+    case Op::Max: return IrOp::Max;
+    case Op::And: return IrOp::And;
+    case Op::Or: return IrOp::Or;
+    case Op::Xor: return IrOp::Xor;
+    case Op::Shl: return IrOp::Shl;
+    case Op::Shr: return IrOp::Shr;
+    case Op::Eq: return IrOp::Eq;
+    case Op::Ne: return IrOp::Ne;
+    case Op::Lt: return IrOp::Lt;
+    case Op::Le: return IrOp::Le;
+    case Op::Gt: return IrOp::Gt;
+    case Op::Ge: return IrOp::Ge;
+    case Op::Fma: return IrOp::Fma;
+    case Op::Select: return IrOp::Select;
+  }
+  return IrOp::Add;
+}
+
+}  // namespace
+
+VarId new_var(VarKind kind, ScalarType type, uint64_t size, SizeExprPtr prov) {
+  TracerState& s = state();
+  VarId v = s.alloc_var();
+  Variable& var = s[v];
+  var.kind = kind;
+  var.type = type;
+  var.size = size;
+  var.prov = std::move(prov);
+  var.refs = 1;
+  return v;
+}
+
+namespace {
+
+VarId new_literal(ScalarType type, uint64_t bits, uint64_t size, SizeExprPtr prov) {
+  VarId v = new_var(VarKind::Literal, type, size, std::move(prov));
+  state()[v].imm = bits;
+  return v;
+}
+
+/// Result size of an element-wise operation over `ops` (0 entries are skipped), with guards
+/// for every size decision whose inputs carry provenance.
+struct SizeDecision {
+  uint64_t size;
+  SizeExprPtr prov;
+};
+
+SizeDecision decide_size(const char* what, std::initializer_list<VarId> ops) {
+  TracerState& s = state();
+  uint64_t size = 1;
+  VarId leader = 0;
+  for (VarId v : ops) {
+    if (!v)
+      continue;
+    uint64_t n = s[v].size;
+    if (n == 1)
+      continue;
+    if (!leader) {
+      size = n;
+      leader = v;
+    } else if (n != size) {
+      std::string sizes;
+      for (VarId w : ops)
+        if (w)
+          sizes += (sizes.empty() ? "" : ", ") + std::to_string(s[w].size);
+      throw Error(std::string(what) + ": operand sizes " + sizes +
+                  " are incompatible (sizes must be equal, or 1 to broadcast)");
+    }
+  }
+  SizeExprPtr prov = leader ? width_expr(leader) : nullptr;
+  // Guards: every other operand's size decision, unless it is trivially the same expression.
+  for (VarId v : ops) {
+    if (!v || v == leader)
+      continue;
+    SizeExprPtr e = width_expr(v);
+    if (!e)
+      continue;  // a plain constant: the decision holds by construction
+    Size lhs(e);
+    if (s[v].size == 1 && size != 1)
+      (void)(lhs == Size(1));  // records "operand broadcast: width == 1"
+    else if (!same_expr(e.get(), prov.get()))
+      (void)(lhs == Size(prov));
+  }
+  (void)what;
+  return {size, size == 1 && !leader ? nullptr : prov};
+}
+
+void check_type(const char* what, ScalarType got, ScalarType expected) {
+  if (got != expected)
+    throw Error(std::string(what) + ": operand type " + to_string(got) + " differs from " +
+                to_string(expected) + " (cast explicitly)");
+}
+
+/// Pending scatters write evaluated buffers in place: anything that reads one runs them first.
+void settle(std::initializer_list<VarId> ops) {
+  TracerState& s = state();
+  for (VarId v : ops)
+    if (v && s[v].dirty) {
+      flush_side_effects();
+      return;
+    }
+}
+
+VarId make_op(IrOp op, ScalarType type, const SizeDecision& sd, std::initializer_list<VarId> deps) {
+  TracerState& s = state();
+  // Fold when every operand is a literal.
+  bool all_literal = true;
+  uint64_t bits[3] = {0, 0, 0};
+  int k = 0;
+  for (VarId d : deps) {
+    if (s[d].kind != VarKind::Literal) {
+      all_literal = false;
+      break;
+    }
+    bits[k++] = s[d].imm;
+  }
+  if (all_literal && k > 0) {
+    ScalarType operand_type = s[*(op == IrOp::Select ? deps.begin() + 1 : deps.begin())].type;
+    uint64_t out;
+    if (fold(op, type, operand_type, bits, out))
+      return new_literal(type, out, sd.size, sd.prov);
+  }
+  VarId v = new_var(VarKind::Op, type, sd.size, sd.prov);
+  Variable& var = s[v];
+  var.op = op;
+  int i = 0;
+  for (VarId d : deps) {
+    var.dep[i++] = d;
+    ++s[d].refs;
+  }
+  return v;
+}
+
+}  // namespace
+
+SizeExprPtr width_expr(VarId v) { return state()[v].prov; }
+
+// ---------------------------------------------------------------------------------------------
+// Variable creation
+
+VarId var_empty(ScalarType t) { return new_literal(t, 0, 0, nullptr); }
+
+VarId var_literal(ScalarType t, uint64_t bits, const Size& size) {
+  return new_literal(t, bits, size.value(), size.expr());
+}
+
+VarId var_from_host(ScalarType t, const void* data, size_t count) {
+  auto buffer = alloc_buffer(t, count, nullptr);
+  if (count)
+    buffer->device->backend().copy(buffer->ptr, data, count * size_of(t), CopyKind::HostToDevice);
+  return var_from_buffer(std::move(buffer));
+}
+
+VarId var_arange(ScalarType t, const Size& size) {
+  if (t == ScalarType::Bool)
+    throw Error("arange: bool arrays have no index sequence");
+  VarId v = new_var(VarKind::Op, t, size.value(), size.expr());
+  state()[v].op = IrOp::Index;
+  return v;
+}
+
+VarId var_unary(Op op, VarId a) {
+  settle({a});
+  TracerState& s = state();
+  ScalarType t = s[a].type;
+  if (op == Op::Abs && (is_unsigned_int(t) || t == ScalarType::Bool)) {
+    inc_ref(a);  // |x| of an unsigned value is x
+    return a;
+  }
+  return make_op(to_ir(op), t, decide_size(op_name(op), {a}), {a});
+}
+
+VarId var_binary(Op op, VarId a, VarId b) {
+  settle({a, b});
+  TracerState& s = state();
+  ScalarType t = s[a].type;
+  check_type(op_name(op), s[b].type, t);
+  bool cmp = op >= Op::Eq && op <= Op::Ge;
+  return make_op(to_ir(op), cmp ? ScalarType::Bool : t, decide_size(op_name(op), {a, b}), {a, b});
+}
+
+VarId var_ternary(Op op, VarId a, VarId b, VarId c) {
+  settle({a, b, c});
+  TracerState& s = state();
+  if (op == Op::Select) {
+    check_type("select mask", s[a].type, ScalarType::Bool);
+    check_type("select", s[c].type, s[b].type);
+    return make_op(IrOp::Select, s[b].type, decide_size("select", {a, b, c}), {a, b, c});
+  }
+  check_type("fma", s[b].type, s[a].type);
+  check_type("fma", s[c].type, s[a].type);
+  return make_op(IrOp::Fma, s[a].type, decide_size("fma", {a, b, c}), {a, b, c});
+}
+
+VarId var_cast(ScalarType t, VarId a) {
+  settle({a});
+  if (state()[a].type == t) {
+    inc_ref(a);
+    return a;
+  }
+  return make_op(IrOp::Cast, t, decide_size("cast", {a}), {a});
+}
+
+VarId var_bitcast(ScalarType t, VarId a) {
+  settle({a});
+  ScalarType from = state()[a].type;
+  if (size_of(from) != size_of(t) || from == ScalarType::Bool || t == ScalarType::Bool)
+    throw Error(std::string("bitcast from ") + to_string(from) + " to " + to_string(t) +
+                ": the element types differ in width");
+  if (from == t) {
+    inc_ref(a);
+    return a;
+  }
+  return make_op(IrOp::Bitcast, t, decide_size("bitcast", {a}), {a});
+}
+
+VarId var_gather(ScalarType t, VarId source, VarId index, VarId mask) {
+  settle({source, index, mask});
+  TracerState& s = state();
+  check_type("gather source", s[source].type, t);
+  if (!is_integer(s[index].type))
+    throw Error("gather: the index must be an integer array");
+  check_type("gather mask", s[mask].type, ScalarType::Bool);
+  materialize(source);  // kernels read a gather's source from memory
+  SizeDecision sd = decide_size("gather", {index, mask});
+  VarId v = new_var(VarKind::Op, t, sd.size, sd.prov);
+  Variable& var = s[v];
+  var.op = IrOp::Gather;
+  var.dep[0] = source;
+  var.dep[1] = index;
+  var.dep[2] = mask;
+  s[source].refs++;
+  s[index].refs++;
+  s[mask].refs++;
+  return v;
+}
+
+void var_scatter(VarId* target, VarId value, VarId index, VarId mask, bool add) {
+  const char* what = add ? "scatter_add" : "scatter";
+  TracerState& s = state();
+  check_type(what, s[value].type, s[*target].type);
+  if (!is_integer(s[index].type))
+    throw Error(std::string(what) + ": the index must be an integer array");
+  check_type(std::string(what).append(" mask").c_str(), s[mask].type, ScalarType::Bool);
+  // Scatters into one buffer run in program order; only atomic adds may share a kernel.
+  if (s[*target].dirty) {
+    bool all_add = add;
+    for (auto& e : s.side_effects)
+      if (e.target == *target && !e.add)
+        all_add = false;
+    if (!all_add)
+      flush_side_effects();
+  }
+  settle({value, index, mask});
+  materialize(*target);
+  // Copy-on-write: other handles or lazy expressions that read the target keep its contents.
+  // References held by pending scatters into the same target do not count as readers.
+  uint32_t pending = 0;
+  for (auto& e : s.side_effects)
+    pending += e.target == *target;
+  if (s[*target].refs - pending > 1) {
+    if (pending)
+      flush_side_effects();  // the copy must include the pending writes
+    Variable& old = s[*target];
+    auto copy = alloc_buffer(old.type, old.size, old.prov.get());
+    if (old.size)
+      copy->device->backend().copy(copy->ptr, old.buffer->ptr, old.size * size_of(old.type),
+                              CopyKind::DeviceToDevice);
+    VarId fresh = var_from_buffer(std::move(copy));
+    dec_ref(*target);
+    *target = fresh;
+  }
+  SizeDecision sd = decide_size(what, {value, index, mask});
+  SideEffect e{*target, value, index, mask, add, sd.size, sd.prov};
+  for (VarId d : {value, index, mask})
+    s[d].refs++;
+  s[*target].refs++;
+  s[*target].dirty = true;
+  s.side_effects.push_back(std::move(e));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Queries
+
+uint64_t var_size(VarId v) { return state()[v].size; }
+
+ScalarType var_type(VarId v) { return state()[v].type; }
+
+Size var_width(VarId v) {
+  TracerState& s = state();
+  if (s[v].prov)
+    return Size(s[v].prov);
+  return Size(s[v].size);
+}
+
+}  // namespace ff::detail
