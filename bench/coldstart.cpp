@@ -154,7 +154,7 @@ int drive(const std::string& exe, int runs) {
     char target[32];
     std::snprintf(target, sizeof target, "<= %g ms", w.target_ms);
     char buf[256];
-    std::snprintf(buf, sizeof buf, "SUMMARY | %-24s | %-34s | %-10s | %s\n", w.label, value, target,
+    std::snprintf(buf, sizeof buf, "SUMMARY | %-24s | %-36s | %-12s | %s\n", w.label, value, target,
                   call.empty() ? "ERROR" : (m <= w.target_ms ? "PASS" : "MISS"));
     summary.emplace_back(buf);
   }

@@ -191,13 +191,32 @@ class SummaryReporter : public benchmark::ConsoleReporter {
     std::fflush(out);
     std::fprintf(out, "\nfreezeframe benchmark summary (%s; backend %s)\n",
                  any_median() ? "medians" : "single runs", ff::backend_name().c_str());
-    row(out, "W1 overhead-bound", "BM_W1_overhead", "us_per_call", "us/call", 30, true);
-    row(out, "W3 per kernel", "BM_W3_per_kernel", "us_per_kernel", "us/kernel", 1.0, true);
+    row(out, "W1 overhead-bound", "BM_W1_overhead", "us_per_call", "us", "call", 30, true);
+    row(out, "W3 per kernel", "BM_W3_per_kernel", "us_per_kernel", "us", "kernel", 1.0, true);
     w2(out);
+    warn_if_busy(out);
     std::fflush(out);
   }
 
  private:
+  // Timings from a machine that runs other work are not worth quoting: say so.
+  static void warn_if_busy(std::FILE* out) {
+    double load = 0;
+    if (std::FILE* f = std::fopen("/proc/loadavg", "r")) {
+      if (std::fscanf(f, "%lf", &load) != 1) {
+        load = 0;
+      }
+      std::fclose(f);
+    }
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    if (load > 0.5 * cores) {
+      std::fprintf(out,
+                   "WARNING: load average %.2f on %u cores: other processes were running, so "
+                   "these timings are unreliable\n",
+                   load, cores);
+    }
+  }
+
   static double seconds(const Result& r) {
     switch (r.unit) {
       case benchmark::kNanosecond:
@@ -224,25 +243,26 @@ class SummaryReporter : public benchmark::ConsoleReporter {
   // SUMMARY lines are machine-readable (bench/run.sh collects them): |-separated fields.
   static void print(std::FILE* out, const char* what, const std::string& value,
                     const std::string& target, const char* verdict) {
-    std::fprintf(out, "SUMMARY | %-24s | %-34s | %-10s | %s\n", what, value.c_str(), target.c_str(),
+    std::fprintf(out, "SUMMARY | %-24s | %-36s | %-12s | %s\n", what, value.c_str(), target.c_str(),
                  verdict);
   }
 
   void row(std::FILE* out, const char* what, const char* name, const char* counter,
-           const char* unit, double target, bool lower_is_better) const {
+           const char* unit, const char* per, double target, bool lower_is_better) const {
     const Result* r = find(name);
     if (!r) {
       return;  // filtered out
     }
     char target_text[32];
-    std::snprintf(target_text, sizeof target_text, "%s %g", lower_is_better ? "<=" : ">=", target);
+    std::snprintf(target_text, sizeof target_text, "%s %g %s",
+                  lower_is_better ? "<=" : ">=", target, unit);
     if (!r->error.empty()) {
       print(out, what, "ERROR: " + r->error, target_text, "ERROR");
       return;
     }
     double v = r->counters.count(counter) ? r->counters.at(counter) : -1;
     char value[64];
-    std::snprintf(value, sizeof value, "%.3f %s", v, unit);
+    std::snprintf(value, sizeof value, "%.3f %s/%s", v, unit, per);
     bool ok = lower_is_better ? v <= target : v >= target;
     print(out, what, value, target_text, ok ? "PASS" : "MISS");
   }

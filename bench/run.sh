@@ -38,8 +38,8 @@ echo "== ff_bench_coldstart =="
 
 echo
 echo "== summary ($(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)) =="
-printf '%-24s | %-34s | %-10s | %s\n' workload result target verdict
-printf '%s\n' "-------------------------+------------------------------------+------------+--------"
+printf '%-24s | %-36s | %-12s | %s\n' workload result target verdict
+printf '%s\n' "-------------------------+--------------------------------------+--------------+--------"
 cat "$results/ff_bench-$stamp.txt" "$results/coldstart-$stamp.txt" |
   sed -n 's/^SUMMARY | //p'
 echo "(raw results: $results/*-$stamp.*)"

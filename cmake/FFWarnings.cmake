@@ -20,4 +20,7 @@ function(ff_object_library target)
     ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include)
   ff_warnings(${target})
   ff_apply_sanitizers(${target})
+  # Thread-local tracing state is read on every array operation: the initial-exec model makes
+  # that a single load instead of a __tls_get_addr call (the library is linked, not dlopen'ed).
+  target_compile_options(${target} PRIVATE -ftls-model=initial-exec)
 endfunction()

@@ -53,6 +53,7 @@ namespace ff::rec {
 
 struct Scope {
   RecordingBackend* owner = nullptr;
+  Scope* parent = nullptr;  // the next outer scope open on this thread (any backend)
   bool capture = false;  // session capture: refuse nothing, adopt unknown buffers
   RecordingData data;
   SlotMap slots;
@@ -114,7 +115,19 @@ struct Scope {
 
 namespace {
 
-thread_local std::vector<Scope*> t_scopes;
+// Innermost scope of this thread; a trivially-initialised pointer, so the no-scope check on
+// every call is one TLS load.
+thread_local Scope* t_innermost = nullptr;
+
+/// Unlinks `scope` from this thread's list; false if it is not there.
+bool unlink(Scope* scope) {
+  for (Scope** p = &t_innermost; *p; p = &(*p)->parent)
+    if (*p == scope) {
+      *p = scope->parent;
+      return true;
+    }
+  return false;
+}
 
 ScalarType type_of_width(uint32_t bytes) {
   return bytes == 8 ? ScalarType::UInt64 : bytes == 4 ? ScalarType::UInt32 : ScalarType::Bool;
@@ -140,36 +153,40 @@ RecordingBackend::RecordingBackend(std::unique_ptr<Backend> inner, bool capture_
 }
 
 RecordingBackend::~RecordingBackend() {
-  // Scopes left open by threads that ended abnormally must not point at a dead backend.
-  std::erase_if(t_scopes, [&](Scope* s) { return s->owner == this; });
+  // Scopes this thread left open must not point at a dead backend.
+  for (Scope* s = t_innermost; s;) {
+    Scope* next = s->parent;
+    if (s->owner == this) {
+      unlink(s);
+      delete s;
+    }
+    s = next;
+  }
 }
 
 bool RecordingBackend::active() const {
   if (capture_)
     return true;
-  for (Scope* s : t_scopes)
-    if (s->owner == this)
-      return true;
-  return false;
+  return scope_open();
 }
 
 bool RecordingBackend::scope_open() const {
-  for (Scope* s : t_scopes)
+  for (Scope* s = t_innermost; s; s = s->parent)
     if (s->owner == this)
       return true;
   return false;
 }
 
 const RecordingData* RecordingBackend::innermost() const {
-  for (auto it = t_scopes.rbegin(); it != t_scopes.rend(); ++it)
-    if ((*it)->owner == this)
-      return &(*it)->data;
+  for (Scope* s = t_innermost; s; s = s->parent)
+    if (s->owner == this)
+      return &s->data;
   return nullptr;
 }
 
 template <class F>
 void RecordingBackend::for_each_scope(F&& f) {
-  for (Scope* s : t_scopes)
+  for (Scope* s = t_innermost; s; s = s->parent)
     if (s->owner == this)
       f(*s);
   if (capture_) {
@@ -193,23 +210,22 @@ Scope* RecordingBackend::open_scope(std::span<const InputBinding> inputs) {
     scope->slots.insert(in.ptr, SlotMap::Live{s, in.size * size_of(in.type), in.size, true});
     scope->data.inputs.push_back(s);
   }
-  t_scopes.push_back(scope.get());
+  scope->parent = t_innermost;
+  t_innermost = scope.get();
   return scope.release();
 }
 
 void RecordingBackend::abort_scope(Scope* scope) noexcept {
-  auto it = std::find(t_scopes.begin(), t_scopes.end(), scope);
-  if (it != t_scopes.end())
-    t_scopes.erase(it);
+  unlink(scope);
   delete scope;
 }
 
 RecordingData RecordingBackend::close_scope(Scope* scope, std::span<const void* const> outputs) {
   std::unique_ptr<Scope> owned(scope);
-  auto it = std::find(t_scopes.begin(), t_scopes.end(), scope);
-  if (it == t_scopes.end())
+  if (!unlink(scope)) {
+    (void)owned.release();  // not ours to delete
     throw FreezeError("close_scope: the scope is not open on this thread");
-  t_scopes.erase(it);
+  }
   if (scope->failed)
     throw FreezeError("the recording failed and was discarded: " + scope->failure);
   for (size_t k = 0; k < outputs.size(); ++k) {

@@ -6,7 +6,9 @@
 #
 # Environment: FF_BUILD_DIR (default build), FF_BUILD_TYPE (default Release),
 # FF_WERROR=ON (adds -DFF_WERROR=ON), FF_CTEST_EXCLUDE (ctest -LE regex, default fuzz),
-# FF_JOBS (build jobs, default: cores, limited by memory), FF_TEST_JOBS (default 2).
+# FF_JOBS (build jobs, default: cores, limited by memory), FF_TEST_JOBS (default 2),
+# FF_TEST_TIMEOUT (seconds per test without its own TIMEOUT, default 180: a hang fails the
+# test instead of stalling the run).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -24,5 +26,7 @@ echo "+ cmake --build $build_dir -j $jobs"
 cmake --build "$build_dir" -j "$jobs"
 
 exclude="${FF_CTEST_EXCLUDE:-fuzz}"
-echo "+ ctest --test-dir $build_dir --output-on-failure -j ${FF_TEST_JOBS:-2} -LE '$exclude'"
-ctest --test-dir "$build_dir" --output-on-failure -j "${FF_TEST_JOBS:-2}" -LE "$exclude"
+ctest_args=(--test-dir "$build_dir" --output-on-failure -j "${FF_TEST_JOBS:-2}"
+  --timeout "${FF_TEST_TIMEOUT:-180}" -LE "$exclude")
+echo "+ ctest ${ctest_args[*]}"
+ctest "${ctest_args[@]}"

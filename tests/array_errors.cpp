@@ -124,6 +124,28 @@ TEST_CASE("out-of-range gather and scatter indices raise ff::Error naming the in
   REQUIRE_THROWS_WITH(ff::eval(ff::gather<ff::Float>(src, to_array(big))), Contains("4000000000"));
 }
 
+TEST_CASE("a scatter that failed its debug range check does not poison later evaluations",
+          "[tracer][errors][debug]") {
+  FlagScope debug(ff::Flag::Debug, true);
+  ff::UInt32 bad = to_array(indices_with(87654));
+  ff::Float t = ff::zeros<ff::Float>(10);
+  REQUIRE_THROWS_WITH(
+      [&] {
+        ff::scatter(t, 1.f, bad);
+        ff::eval(t);
+      }(),
+      Contains("87654"));
+  // unrelated work afterwards evaluates normally (the failed scatter is not retried)
+  ff::Float y = to_array(std::vector<float>{1.f, 2.f}) * 3.f;
+  std::vector<float> got;
+  REQUIRE_NOTHROW(got = host(y));
+  CHECK(got == std::vector<float>{3.f, 6.f});
+  ff::Float other = ff::zeros<ff::Float>(4);
+  REQUIRE_NOTHROW(ff::scatter(other, 2.f, to_array(std::vector<uint32_t>{1})));
+  REQUIRE_NOTHROW(got = host(other));
+  CHECK(got == std::vector<float>{0.f, 2.f, 0.f, 0.f});
+}
+
 TEST_CASE("FF_DEBUG=1 in the environment at init enables the index checks",
           "[tracer][errors][debug]") {
   ff::shutdown();
@@ -180,4 +202,24 @@ TEST_CASE("size arithmetic below zero or by zero raises ff::Error", "[tracer][er
   REQUIRE_THROWS_AS(ff::width(x) - 8, ff::Error);
   REQUIRE_THROWS_AS(ff::width(x) / 0, ff::Error);
   CHECK(static_cast<size_t>(ff::width(x) - 7) == 0);
+}
+
+TEST_CASE("AnyArray as with the wrong element type raises ff::Error naming both types",
+          "[tracer][errors][anyarray]") {
+  ff::Float x = to_array(std::vector<float>{1.f, 2.f});
+  ff::AnyArray any(x);
+  CHECK(any.type() == ff::ScalarType::Float32);
+  CHECK(any.size() == 2);
+  REQUIRE_THROWS_AS(any.as<ff::Int32>(), ff::Error);
+  REQUIRE_THROWS_WITH(any.as<ff::Float64>(), Contains("float32") && Contains("float64"));
+  REQUIRE_THROWS_AS(ff::AnyArray().as<ff::Float>(), ff::Error);
+  ff::Float back = any.as<ff::Float>();  // the right type shares the variable
+  check_exact("as<Float>()", back, std::vector<float>{1.f, 2.f});
+}
+
+TEST_CASE("capture on a stack without the recorder raises ff::Error", "[tracer][errors][init]") {
+  ff::shutdown();
+  ff::init("llvm");
+  REQUIRE_THROWS_AS(ff::capture(), ff::Error);
+  ff::shutdown();
 }

@@ -2,8 +2,13 @@
 // counters. Clean under ASan + LeakSanitizer is part of the contract (the CI's sanitizer leg).
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <future>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <freezeframe/freezeframe.h>
@@ -56,6 +61,29 @@ TEST_CASE("shutdown then init again gives a working library", "[tracer][init]") 
   CHECK(ff::backend_name() == "llvm");
   some_work(1000, 501);
   ff::shutdown();
+}
+
+TEST_CASE("init followed at once by shutdown returns with no work in between",
+          "[tracer][init]") {
+  // Runs on a helper thread so a hang fails this test after a while instead of blocking ctest
+  // until its timeout; a hung library cannot be unwound, so the process then exits at once.
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> finished = done->get_future();
+  std::thread([done] {
+    for (int i = 0; i < 50; ++i) {
+      ff::init("llvm");
+      ff::shutdown();
+    }
+    done->set_value();
+  }).detach();
+  if (finished.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
+    std::fprintf(stderr,
+                 "FAILED: 50 x (ff::init(\"llvm\"); ff::shutdown();) did not finish within 60 s: "
+                 "shutdown hangs when no work ran since init\n");
+    std::fflush(stderr);
+    std::_Exit(EXIT_FAILURE);
+  }
+  SUCCEED("50 init/shutdown pairs finished");
 }
 
 TEST_CASE("a loop of init work shutdown leaks nothing and keeps working", "[tracer][init]") {

@@ -122,6 +122,34 @@ TEMPLATE_TEST_CASE("gather from a small source repeats indices and reads lazy so
               [&](size_t j) -> T { return src[(idx[j] + 1) % 13]; });
 }
 
+TEST_CASE("gather takes Int32 Int64 and UInt64 indices and treats negative ones as out of range",
+          "[array][gather]") {
+  const size_t n = FFT_SIZES();
+  const size_t m = 1000;
+  const auto src = random_vector<double>(m, 232);
+  const auto i32 = random_ints<int32_t>(n, 233, -50, static_cast<int64_t>(m) + 50);
+  const auto i64 = random_ints<int64_t>(n, 234, -50, static_cast<int64_t>(m) + 50);
+  const auto u64 = random_ints<uint64_t>(n, 235, 0, static_cast<int64_t>(m) + 50);
+  ff::Float64 s = to_array(src);
+  ff::Float64 g32 = ff::gather<ff::Float64>(s, to_array(i32));
+  ff::Float64 g64 = ff::gather<ff::Float64>(s, to_array(i64));
+  ff::Float64 gu64 = ff::gather<ff::Float64>(s, to_array(u64));
+  ff::eval(g32, g64, gu64);
+  auto at = [&](int64_t j) { return j >= 0 && j < static_cast<int64_t>(m) ? src[static_cast<size_t>(j)] : 0.0; };
+  check_exact("gather with Int32 indices", g32, n, [&](size_t k) { return at(i32[k]); });
+  check_exact("gather with Int64 indices", g64, n, [&](size_t k) { return at(i64[k]); });
+  check_exact("gather with UInt64 indices", gu64, n,
+              [&](size_t k) { return u64[k] < m ? src[u64[k]] : 0.0; });
+  // scatter with Int64 indices, negative ones dropped
+  ff::Float64 t = ff::zeros<ff::Float64>(m);
+  ff::scatter(t, 1.0, to_array(i64));
+  std::vector<double> want(m, 0.0);
+  for (int64_t j : i64) {
+    if (j >= 0 && j < static_cast<int64_t>(m)) want[static_cast<size_t>(j)] = 1.0;
+  }
+  check_exact("scatter with Int64 indices", t, want);
+}
+
 // ---------------------------------------------------------------------------------------
 // scatter
 
@@ -303,6 +331,12 @@ TEMPLATE_TEST_CASE("sum prod min_reduce and max_reduce of integers are exact and
   // a literal reduced: full(2, n)
   CHECK(scalar_of(ff::sum(ff::full<A>(T(2), n))) == static_cast<T>(2 * n));
   CHECK(scalar_of(ff::max_reduce(ff::full<A>(T(9), n))) == T(9));
+  // mean of integers where the quotient is exact: sum(2 * arange(n)) / n == n - 1 (when the
+  // sum n (n - 1) does not wrap)
+  if (static_cast<double>(n) * static_cast<double>(n - 1) < static_cast<double>(std::numeric_limits<T>::max())) {
+    CHECK(scalar_of(ff::mean(ff::arange<A>(n) * T(2))) == static_cast<T>(n - 1));
+  }
+  CHECK(scalar_of(ff::mean(ff::full<A>(T(6), n))) == T(6));
 }
 
 TEMPLATE_TEST_CASE("float reductions are exact on exactly representable partial sums",
@@ -372,8 +406,11 @@ TEMPLATE_TEST_CASE("min_reduce and max_reduce ignore NaN like std::fmin and std:
     want_min = std::fmin(want_min, v);
     want_max = std::fmax(want_max, v);
   }
-  CHECK(same_value(scalar_of(ff::min_reduce(x)), want_min));
-  CHECK(same_value(scalar_of(ff::max_reduce(x)), want_max));
+  const T got_min = scalar_of(ff::min_reduce(x)), got_max = scalar_of(ff::max_reduce(x));
+  INFO("n = " << n << ": min_reduce " << show(got_min) << " (expected " << show(want_min)
+              << "), max_reduce " << show(got_max) << " (expected " << show(want_max) << ")");
+  CHECK(same_value(got_min, want_min));
+  CHECK(same_value(got_max, want_max));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -402,6 +439,11 @@ TEMPLATE_TEST_CASE("prefix_sum inclusive and exclusive match the running sum",
   check_exact("inclusive prefix_sum", inc, want_inc);
   check_exact("exclusive prefix_sum", exc, want_exc);
   check_exact("inclusive prefix_sum of x + 1", inc_lazy, want_lazy);
+  // a literal scanned: full(1, n)
+  check_exact("inclusive prefix_sum of full(1, n)", ff::prefix_sum(ff::full<A>(T(1), n), false), n,
+              [](size_t i) { return static_cast<T>(i + 1); });
+  check_exact("exclusive prefix_sum of full(1, n)", ff::prefix_sum(ff::full<A>(T(1), n), true), n,
+              [](size_t i) { return static_cast<T>(i); });
 }
 
 TEMPLATE_TEST_CASE("prefix_sum of random floats agrees within the summation error bound",

@@ -41,7 +41,7 @@ namespace ff::detail {
 
 std::shared_ptr<Buffer> alloc_buffer(ScalarType t, uint64_t size, const SizeExprNode* prov) {
   const std::shared_ptr<Device>& dev = current_device();
-  thread_local std::vector<SizeNode> nodes;
+  std::vector<SizeNode>& nodes = state().scratch.alloc_prov;
   nodes.clear();
   if (prov)
     flatten(prov, size, nodes);
@@ -88,7 +88,13 @@ struct RangeReport {
 /// Builds one kernel's IR and arguments.
 class KernelBuilder {
  public:
-  KernelBuilder(TracerState& s, KernelIR& ir, uint64_t size) : s_(s), ir_(ir), size_(size) {
+  KernelBuilder(TracerState& s, KernelIR& ir, uint64_t size)
+      : s_(s),
+        ir_(ir),
+        size_(size),
+        bits_(s.scratch.arg_bits),
+        prov_ranges_(s.scratch.arg_prov_ranges),
+        prov_nodes_(s.scratch.arg_prov) {
     epoch_ = ++s.epoch;
     ir_.params.clear();
     ir_.instrs.clear();
@@ -175,18 +181,14 @@ class KernelBuilder {
   KernelIR& ir_;
   uint64_t size_;
   uint32_t epoch_;
-  thread_local static std::vector<uint64_t> bits_;
-  thread_local static std::vector<std::pair<uint32_t, uint32_t>> prov_ranges_;
-  thread_local static std::vector<SizeNode> prov_nodes_;
+  std::vector<uint64_t>& bits_;
+  std::vector<std::pair<uint32_t, uint32_t>>& prov_ranges_;
+  std::vector<SizeNode>& prov_nodes_;
   std::vector<RangeReport> reports_;
 };
 
-thread_local std::vector<uint64_t> KernelBuilder::bits_;
-thread_local std::vector<std::pair<uint32_t, uint32_t>> KernelBuilder::prov_ranges_;
-thread_local std::vector<SizeNode> KernelBuilder::prov_nodes_;
-
 uint32_t KernelBuilder::emit(VarId root) {
-  thread_local std::vector<std::pair<VarId, bool>> stack;
+  std::vector<std::pair<VarId, bool>>& stack = s_.scratch.emit_stack;
   stack.clear();
   stack.push_back({root, false});
   while (!stack.empty()) {
@@ -251,9 +253,9 @@ struct Group {
 };
 
 void launch_group(TracerState& s, Group& g, std::vector<SideEffect>& effects) {
-  thread_local KernelIR ir;
-  thread_local std::vector<KernelArg> args;
-  thread_local std::vector<SizeNode> launch_prov;
+  KernelIR& ir = s.scratch.ir;
+  std::vector<KernelArg>& args = s.scratch.args;
+  std::vector<SizeNode>& launch_prov = s.scratch.launch_prov;
   KernelBuilder kb(s, ir, g.size);
   std::vector<std::shared_ptr<Buffer>> outputs;
   outputs.reserve(g.roots.size());
@@ -278,6 +280,7 @@ void launch_group(TracerState& s, Group& g, std::vector<SideEffect>& effects) {
     kb.instr(in);
   }
   ir.finalize();
+  ++s.n_traced_kernels;
   Backend& backend = current_device()->backend();
   KernelHandle kernel = backend.compile(ir);
   launch_prov.clear();

@@ -1,5 +1,6 @@
 // init/shutdown, flags, logging set-up and statistics of the public API.
 #include "tracer/runtime.h"
+#include "tracer/variable.h"
 
 #include <cstdlib>
 #include <string>
@@ -16,7 +17,6 @@ namespace {
 std::mutex g_mutex;
 std::shared_ptr<Device> g_device;          // guarded by g_mutex for writes
 std::atomic<Device*> g_device_fast{nullptr};  // lock-free read path
-thread_local std::shared_ptr<Device> t_device;  // this thread's reference to the stack
 std::atomic<bool> g_flags[2] = {true, false};
 
 std::string env_or(const char* name, const char* fallback) {
@@ -50,20 +50,18 @@ Backend& Device::decorate(
   return *owner_;
 }
 
-int& recording_depth() {
-  thread_local int depth = 0;
-  return depth;
-}
+int& recording_depth() { return state().recording_depth; }
 
 const std::shared_ptr<Device>& current_device() {
+  std::shared_ptr<Device>& mine = state().device;
   Device* fast = g_device_fast.load(std::memory_order_acquire);
-  if (fast && t_device.get() == fast) [[likely]]
-    return t_device;
+  if (fast && mine.get() == fast) [[likely]]
+    return mine;
   std::lock_guard lock(g_mutex);
   if (!g_device)
     init_locked({});
-  t_device = g_device;
-  return t_device;
+  mine = g_device;
+  return mine;
 }
 
 bool debug_checks() { return g_flags[static_cast<int>(Flag::Debug)].load(std::memory_order_relaxed); }
@@ -81,7 +79,7 @@ void shutdown() {
   std::lock_guard lock(detail::g_mutex);
   detail::g_device_fast = nullptr;
   detail::g_device.reset();
-  detail::t_device.reset();
+  detail::state().device.reset();
 }
 
 bool is_initialized() {
@@ -125,6 +123,8 @@ Stats stats() {
   s.copies = b.copies;
   s.host_reads = b.host_reads;
   s.generation = b.generation;
+  s.traced_ops = detail::state().n_traced_ops;
+  s.traced_kernels = detail::state().n_traced_kernels;
   return s;
 }
 

@@ -76,7 +76,8 @@ bool compare(SizeCmp cmp, const Size& a, const Size& b, const char* what) {
     case SizeCmp::Ge: outcome = x >= y; break;
   }
   if (a.has_provenance() || b.has_provenance()) {
-    thread_local std::vector<SizeNode> lhs, rhs;
+    std::vector<SizeNode>& lhs = state().scratch.guard_lhs;
+    std::vector<SizeNode>& rhs = state().scratch.guard_rhs;
     lhs.clear();
     rhs.clear();
     flatten(a.expr().get(), x, lhs);

@@ -16,20 +16,35 @@ namespace ff::detail {
 
 namespace {
 
-/// Owns the thread's state; marks it dead at thread exit so handles destroyed later (static
-/// arrays) do nothing instead of touching freed memory.
+// The hot path reads one trivially-initialised pointer (no TLS init wrapper); the holder
+// creates the state on first use and deletes it at thread exit, after which handles
+// destroyed later (static arrays) do nothing instead of touching freed memory.
+thread_local TracerState* t_state = nullptr;
+thread_local bool t_state_dead = false;
+
 struct StateHolder {
-  TracerState* state = new TracerState;
   ~StateHolder() {
-    delete state;
-    state = nullptr;
+    delete t_state;
+    t_state = nullptr;
+    t_state_dead = true;
   }
 };
-thread_local StateHolder t_state;
+
+TracerState& create_state() {
+  if (t_state_dead)
+    throw Error("freezeframe used on a thread after its tracing state was destroyed");
+  thread_local StateHolder holder;
+  t_state = new TracerState;
+  return *t_state;
+}
 
 }  // namespace
 
-TracerState& state() { return *t_state.state; }
+TracerState& state() {
+  if (TracerState* s = t_state) [[likely]]
+    return *s;
+  return create_state();
+}
 
 VarId TracerState::alloc_var() {
   if (!free_list.empty()) {
@@ -43,7 +58,7 @@ VarId TracerState::alloc_var() {
 
 void TracerState::free_var(VarId v) {
   // Iterative, so dropping a long lazy chain cannot overflow the stack.
-  thread_local std::vector<VarId> work;
+  std::vector<VarId>& work = scratch.free_work;
   size_t base = work.size();
   work.push_back(v);
   while (work.size() > base) {
@@ -60,14 +75,14 @@ void TracerState::free_var(VarId v) {
 }
 
 void inc_ref(VarId v) noexcept {
-  if (v && t_state.state)
-    ++(*t_state.state)[v].refs;
+  if (v && t_state)
+    ++(*t_state)[v].refs;
 }
 
 void dec_ref(VarId v) noexcept {
-  if (!v || !t_state.state)
+  if (!v || !t_state)
     return;
-  TracerState& s = *t_state.state;
+  TracerState& s = *t_state;
   if (--s[v].refs == 0)
     s.free_var(v);
 }
@@ -126,6 +141,7 @@ IrOp to_ir(Op op) {
 VarId new_var(VarKind kind, ScalarType type, uint64_t size, SizeExprPtr prov) {
   TracerState& s = state();
   VarId v = s.alloc_var();
+  ++s.n_traced_ops;
   Variable& var = s[v];
   var.kind = kind;
   var.type = type;
@@ -172,22 +188,22 @@ SizeDecision decide_size(const char* what, std::initializer_list<VarId> ops) {
                   " are incompatible (sizes must be equal, or 1 to broadcast)");
     }
   }
-  SizeExprPtr prov = leader ? width_expr(leader) : nullptr;
-  // Guards: every other operand's size decision, unless it is trivially the same expression.
+  const SizeExprNode* lead = leader ? s[leader].prov.get() : nullptr;
+  // Guards: every other operand's size decision, unless it is trivially the same expression
+  // (the common chain y = f(x) compares raw pointers only).
   for (VarId v : ops) {
     if (!v || v == leader)
       continue;
-    SizeExprPtr e = width_expr(v);
-    if (!e)
-      continue;  // a plain constant: the decision holds by construction
-    Size lhs(e);
+    const SizeExprNode* e = s[v].prov.get();
+    if (!e || e == lead)
+      continue;  // a plain constant, or the same expression: holds by construction
     if (s[v].size == 1 && size != 1)
-      (void)(lhs == Size(1));  // records "operand broadcast: width == 1"
-    else if (!same_expr(e.get(), prov.get()))
-      (void)(lhs == Size(prov));
+      (void)(Size(s[v].prov) == Size(1));  // records "operand broadcast: width == 1"
+    else if (!same_expr(e, lead))
+      (void)(Size(s[v].prov) == Size(s[leader].prov));
   }
   (void)what;
-  return {size, size == 1 && !leader ? nullptr : prov};
+  return {size, leader ? s[leader].prov : nullptr};
 }
 
 void check_type(const char* what, ScalarType got, ScalarType expected) {

@@ -63,12 +63,27 @@ struct SideEffect {
   SizeExprPtr prov;
 };
 
-/// Per-thread tracing state.
+/// Per-thread tracing state: everything the hot path needs behind one thread-local access.
 struct TracerState {
+  std::shared_ptr<Device> device;  // this thread's reference to the current stack
   std::vector<Variable> vars{1};  // index 0 is "no variable"
   std::vector<VarId> free_list;
   std::vector<SideEffect> side_effects;
   uint32_t epoch = 0;
+  uint64_t n_traced_ops = 0;      // variables created by tracing (statistics)
+  uint64_t n_traced_kernels = 0;  // kernels assembled by eval (statistics)
+  int recording_depth = 0;        // recording scopes open on this thread
+
+  /// Reusable scratch buffers (capacity kept between calls, so tracing allocates little).
+  struct Scratch {
+    std::vector<VarId> free_work;
+    std::vector<SizeNode> guard_lhs, guard_rhs, alloc_prov, launch_prov, arg_prov;
+    std::vector<uint64_t> arg_bits;
+    std::vector<std::pair<uint32_t, uint32_t>> arg_prov_ranges;
+    std::vector<std::pair<VarId, bool>> emit_stack;
+    KernelIR ir;
+    std::vector<KernelArg> args;
+  } scratch;
 
   Variable& operator[](VarId v) { return vars[v]; }
   VarId alloc_var();

@@ -235,10 +235,12 @@ void KernelEmitter::emit(const std::string& name) {
     i->addIncoming(begin, pre);
     Value* mask = nullptr;
     if (style_ == LoopStyle::VectorMasked) {
-      llvm::SmallVector<llvm::Constant*, 16> lanes;
-      for (unsigned l = 0; l < w_; ++l)
-        lanes.push_back(b_.getInt64(l));
-      mask = b_.CreateICmpULT(llvm::ConstantVector::get(lanes), splat(b_.CreateSub(end_, i)));
+      // Lane mask from a scalar: the low min(end - i, w) bits set (a kmov on AVX-512).
+      Value* n = b_.CreateBinaryIntrinsic(Intr::umin, b_.CreateSub(end_, i), w);
+      Type* bits_ty = b_.getIntNTy(w_);
+      Value* bits = b_.CreateLShr(llvm::Constant::getAllOnesValue(bits_ty),
+                                  b_.CreateTrunc(b_.CreateSub(w, n), bits_ty));
+      mask = b_.CreateBitCast(bits, vec(b_.getInt1Ty()));
     }
     emit_body(i, mask);
     Value* next = b_.CreateNUWAdd(i, w);
@@ -246,14 +248,12 @@ void KernelEmitter::emit(const std::string& name) {
     auto* br = b_.CreateCondBr(b_.CreateICmpULT(next, end_), loop, exit);
     i->addIncoming(next, latch);
     if (style_ == LoopStyle::Scalar) {
-      // Ask the loop vectoriser for the host's width.
-      llvm::MDNode* enable = llvm::MDNode::get(
-          ctx_, {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"),
-                 llvm::ConstantAsMetadata::get(b_.getTrue())});
+      // Suggest the host's width to the loop vectoriser (a hint, not a demand: forcing it
+      // makes LLVM print a warning for every loop it cannot vectorise).
       llvm::MDNode* width = llvm::MDNode::get(
           ctx_, {llvm::MDString::get(ctx_, "llvm.loop.vectorize.width"),
                  llvm::ConstantAsMetadata::get(b_.getInt32(target_.lanes))});
-      llvm::MDNode* loop_id = llvm::MDNode::getDistinct(ctx_, {nullptr, enable, width});
+      llvm::MDNode* loop_id = llvm::MDNode::getDistinct(ctx_, {nullptr, width});
       loop_id->replaceOperandWith(0, loop_id);
       br->setMetadata(llvm::LLVMContext::MD_loop, loop_id);
     }
@@ -470,7 +470,9 @@ Value* KernelEmitter::emit_unary(const IrInstr& in) {
     case IrOp::Not: return b_.CreateNot(a);
     case IrOp::Abs:
       // llvm.abs with is_int_min_poison = false wraps: abs(INT_MIN) == INT_MIN.
-      return is_float(t) ? intr(Intr::fabs) : b_.CreateBinaryIntrinsic(Intr::abs, a, b_.getFalse());
+      if (is_float(t))
+        return intr(Intr::fabs);
+      return is_signed_int(t) ? b_.CreateBinaryIntrinsic(Intr::abs, a, b_.getFalse()) : a;
     case IrOp::Sqrt: return intr(Intr::sqrt);
     case IrOp::Exp: return intr(Intr::exp);
     case IrOp::Log: return intr(Intr::log);

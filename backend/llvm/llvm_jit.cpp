@@ -1,18 +1,22 @@
-// ORC LLJIT ownership: one LLJIT per LlvmJit, one ResourceTracker (and LLVMContext) per kernel
-// so freeing a kernel frees its code. Nothing here lets an exception unwind through LLVM
-// frames: llvm::Error is converted to ff::BackendError in our own frames.
+// ORC LLJIT ownership. Each kernel gets its own LLVMContext and module, is compiled to an
+// object file by the TargetMachine of its tier (ours, not LLJIT's compile layer, so one JIT
+// serves both tiers), and is linked under its own ResourceTracker so freeing the kernel frees
+// its code. Nothing here lets an exception unwind through LLVM frames: llvm::Error is
+// converted to ff::BackendError in our own frames.
 #include "backend/llvm/llvm_jit.h"
 
+#include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
-#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
+#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include <atomic>
 #include <mutex>
 
 #include "backend/llvm/llvm_passes.h"
@@ -51,10 +55,15 @@ bool has_feature(const std::string& features, const std::string& name) {
 struct LlvmJit::Impl {
   JitOptions options;
   CodegenTarget target;
-  std::unique_ptr<llvm::orc::LLJIT> jit;
-  std::unique_ptr<llvm::TargetMachine> pass_tm;  // only when options.passes is set
-  std::mutex mutex;                              // serialises compiles and code removal
-  uint64_t n_kernels = 0;                        // makes every symbol name unique
+  // Codegen per tier. A TargetMachine caches subtargets without locking: one user at a time.
+  struct Codegen {
+    std::mutex mutex;
+    std::unique_ptr<llvm::TargetMachine> tm;
+  };
+  Codegen codegen[2];
+  std::unique_ptr<llvm::orc::LLJIT> jit;  // after codegen: destroyed first (it points at one)
+  std::unique_ptr<llvm::orc::JITTargetMachineBuilder> jtmb;  // for creating the second tier
+  std::atomic<uint64_t> n_kernels{0};                         // makes symbol names unique
 };
 
 struct JitCode::Resources {
@@ -65,7 +74,7 @@ struct JitCode::Resources {
 JitCode::~JitCode() {
   if (!res_)
     return;
-  std::lock_guard lock(res_->jit->mutex);
+  // ORC serialises removal with lookups and linking itself.
   if (auto err = res_->tracker->remove())
     ff::logging::llvm().error("freeing kernel code failed: {}", llvm::toString(std::move(err)));
   res_->tracker.reset();
@@ -83,7 +92,6 @@ LlvmJit::LlvmJit(const JitOptions& options) : impl_(std::make_shared<Impl>()) {
   Impl& im = *impl_;
   im.options = options;
   auto jtmb = take(llvm::orc::JITTargetMachineBuilder::detectHost(), "detecting the host CPU");
-  jtmb.setCodeGenOptLevel(codegen_level(options.codegen_opt_level));
   auto layout = take(jtmb.getDefaultDataLayoutForTarget(), "computing the data layout");
   CodegenTarget& t = im.target;
   t.triple = jtmb.getTargetTriple().str();
@@ -92,11 +100,21 @@ LlvmJit::LlvmJit(const JitOptions& options) : impl_(std::make_shared<Impl>()) {
   t.features = jtmb.getFeatures().getString();
   t.avx512 = has_feature(t.features, "avx512f");
   t.lanes = t.avx512 ? 16 : 8;
-  if (!options.passes.empty())
-    im.pass_tm = take(jtmb.createTargetMachine(), "creating a target machine");
+  im.jtmb = std::make_unique<llvm::orc::JITTargetMachineBuilder>(jtmb);
 
+  // LLJIT's own compile layer stays unused (we add object files), so give it our quick
+  // TargetMachine's compiler instead of letting it build a third one.
+  auto& quick = im.codegen[static_cast<int>(Tier::Quick)];
+  jtmb.setCodeGenOptLevel(llvm::CodeGenOpt::None);
+  quick.tm = take(jtmb.createTargetMachine(), "creating a target machine");
+  llvm::TargetMachine* quick_tm = quick.tm.get();
   im.jit = take(llvm::orc::LLJITBuilder()
                     .setJITTargetMachineBuilder(std::move(jtmb))
+                    .setCompileFunctionCreator(
+                        [quick_tm](llvm::orc::JITTargetMachineBuilder)
+                            -> llvm::Expected<std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler>> {
+                          return std::make_unique<llvm::orc::SimpleCompiler>(*quick_tm);
+                        })
                     .setPlatformSetUp(llvm::orc::setUpInactivePlatform)  // no static ctors
                     .create(),
                 "creating the ORC LLJIT");
@@ -105,32 +123,41 @@ LlvmJit::LlvmJit(const JitOptions& options) : impl_(std::make_shared<Impl>()) {
                           layout.getGlobalPrefix()),
                       "opening the process's symbols");
   im.jit->getMainJITDylib().addGenerator(std::move(process));
-  ff::logging::llvm().info("LLVM {} JIT for {} (cpu {}), {} lanes, codegen level {}",
-                       LLVM_VERSION_STRING, t.triple, t.cpu, t.lanes, options.codegen_opt_level);
+  ff::logging::llvm().info("LLVM {} JIT for {} (cpu {}), {} lanes, optimized codegen level {}",
+                       LLVM_VERSION_STRING, t.triple, t.cpu, t.lanes, options.optimized_level);
 }
 
 LlvmJit::~LlvmJit() = default;
 
 const CodegenTarget& LlvmJit::target() const { return impl_->target; }
 
-std::unique_ptr<JitCode> LlvmJit::compile(const KernelIR& ir) {
+std::unique_ptr<JitCode> LlvmJit::compile(const KernelIR& ir, Tier tier) {
   Impl& im = *impl_;
-  std::lock_guard lock(im.mutex);
   std::string name = "ffk_" + ir.hash.to_hex() + "_" + std::to_string(im.n_kernels++);
-  auto ctx = std::make_unique<llvm::LLVMContext>();
-  auto module = emit_kernel(ir, name, im.target, im.options.loop_style, *ctx);
-  if (im.pass_tm)
-    run_passes(*module, *im.pass_tm, im.options.passes);
-
+  std::unique_ptr<llvm::MemoryBuffer> object;
+  {
+    Impl::Codegen& cg = im.codegen[static_cast<int>(tier)];
+    std::lock_guard lock(cg.mutex);
+    if (!cg.tm) {
+      llvm::orc::JITTargetMachineBuilder jtmb = *im.jtmb;
+      jtmb.setCodeGenOptLevel(codegen_level(im.options.optimized_level));
+      cg.tm = take(jtmb.createTargetMachine(), "creating a target machine");
+    }
+    llvm::LLVMContext ctx;
+    auto module = emit_kernel(ir, name, im.target, im.options.loop_style, ctx);
+    if (!im.options.passes.empty())
+      run_passes(*module, *cg.tm, im.options.passes);
+    llvm::orc::SimpleCompiler compiler(*cg.tm);
+    object = take(compiler(*module), "generating code for kernel " + name);
+  }
   llvm::orc::ResourceTrackerSP tracker = im.jit->getMainJITDylib().createResourceTracker();
-  if (auto err = im.jit->addIRModule(
-          tracker, llvm::orc::ThreadSafeModule(std::move(module), std::move(ctx))))
+  if (auto err = im.jit->addObjectFile(tracker, std::move(object)))
     fail("adding kernel " + name, std::move(err));
   auto addr = im.jit->lookup(name);
   if (!addr) {
     llvm::Error err = addr.takeError();
     llvm::consumeError(tracker->remove());
-    fail("compiling kernel " + name, std::move(err));
+    fail("linking kernel " + name, std::move(err));
   }
   std::unique_ptr<JitCode> code(new JitCode);
   code->entry_ = addr->toPtr<KernelFn>();
@@ -141,8 +168,11 @@ std::unique_ptr<JitCode> LlvmJit::compile(const KernelIR& ir) {
 std::string LlvmJit::emit_llvm_ir(const KernelIR& ir) {
   llvm::LLVMContext ctx;
   auto module = emit_kernel(ir, "kernel", impl_->target, impl_->options.loop_style, ctx);
-  if (impl_->pass_tm)
-    run_passes(*module, *impl_->pass_tm, impl_->options.passes);
+  if (!impl_->options.passes.empty()) {
+    Impl::Codegen& cg = impl_->codegen[static_cast<int>(Tier::Quick)];
+    std::lock_guard lock(cg.mutex);
+    run_passes(*module, *cg.tm, impl_->options.passes);
+  }
   std::string text;
   llvm::raw_string_ostream os(text);
   module->print(os, nullptr);

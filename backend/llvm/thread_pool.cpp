@@ -44,7 +44,7 @@ ThreadPool::~ThreadPool() { shutdown(); }
 void ThreadPool::shutdown() noexcept {
   stop_.store(true, std::memory_order_release);
   epoch_.fetch_add(1, std::memory_order_seq_cst);
-  epoch_.notify_all();
+  wake_sleepers();
   for (auto& t : workers_)
     if (t.joinable())
       t.join();
@@ -68,7 +68,7 @@ void ThreadPool::run(size_t n_blocks, BlockFn fn, void* ctx) {
   state_.store(uint64_t{epoch} << 32, std::memory_order_release);
   epoch_.store(epoch, std::memory_order_seq_cst);
   if (n_sleeping_.load(std::memory_order_seq_cst) > 0)
-    epoch_.notify_all();
+    wake_sleepers();
 
   work_on(epoch);
   // Blocks other threads claimed may still be running.
@@ -78,6 +78,11 @@ void ThreadPool::run(size_t n_blocks, BlockFn fn, void* ctx) {
     else
       std::this_thread::yield();
   }
+}
+
+void ThreadPool::wake_sleepers() {
+  std::lock_guard lock(sleep_mutex_);
+  wake_.notify_all();
 }
 
 bool ThreadPool::work_on(uint32_t epoch) {
@@ -104,7 +109,9 @@ bool ThreadPool::work_on(uint32_t epoch) {
 
 void ThreadPool::worker_main() {
   using Clock = std::chrono::steady_clock;
-  uint32_t seen = epoch_.load(std::memory_order_acquire);
+  // Start from the epoch before any job: a thread that starts late must still notice a job
+  // (or the shutdown) published before it ran.
+  uint32_t seen = 0;
   for (;;) {
     uint32_t epoch;
     auto spin_start = Clock::now();
@@ -112,9 +119,11 @@ void ThreadPool::worker_main() {
     while ((epoch = epoch_.load(std::memory_order_acquire)) == seen) {
       cpu_relax();
       if (++spins % 128 == 0 && Clock::now() - spin_start > kSpinTime) {
+        // Dekker with run(): we announce ourselves, then re-check the epoch; run() bumps the
+        // epoch, then checks for sleepers. One of the two sees the other (seq_cst).
+        std::unique_lock lock(sleep_mutex_);
         n_sleeping_.fetch_add(1, std::memory_order_seq_cst);
-        if (epoch_.load(std::memory_order_seq_cst) == seen)
-          epoch_.wait(seen, std::memory_order_seq_cst);
+        wake_.wait(lock, [&] { return epoch_.load(std::memory_order_seq_cst) != seen; });
         n_sleeping_.fetch_sub(1, std::memory_order_relaxed);
         spin_start = Clock::now();
       }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -38,6 +39,7 @@ class ThreadPool {
  private:
   void worker_main();
   void shutdown() noexcept;
+  void wake_sleepers();
   bool work_on(uint32_t epoch);
 
   std::vector<std::thread> workers_;
@@ -49,8 +51,10 @@ class ThreadPool {
   std::atomic<uint64_t> n_blocks_{0};
   alignas(64) std::atomic<uint64_t> state_{0};  // epoch << 32 | next unclaimed block
   alignas(64) std::atomic<uint64_t> remaining_{0};  // blocks of the job not yet finished
-  alignas(64) std::atomic<uint32_t> epoch_{0};      // futex word workers sleep on
+  alignas(64) std::atomic<uint32_t> epoch_{0};  // bumped per job; workers watch it
   std::atomic<uint32_t> n_sleeping_{0};
+  std::mutex sleep_mutex_;  // idle workers sleep on wake_ after spinning a while
+  std::condition_variable wake_;
   std::atomic<bool> stop_{false};
 };
 

@@ -48,6 +48,8 @@ struct Stats {
   uint64_t copies = 0;           // copies between host and device or device buffers
   uint64_t host_reads = 0;       // device-to-host reads
   uint64_t generation = 0;       // kernel cache generation (bumped by flush_kernel_cache)
+  uint64_t traced_ops = 0;       // this thread: array operations traced (variables created)
+  uint64_t traced_kernels = 0;   // this thread: kernels assembled from traced operations
 };
 Stats stats();
 /// Restarts the peak_bytes high-water mark at the bytes allocated now.

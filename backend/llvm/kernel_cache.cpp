@@ -1,0 +1,207 @@
+// Kernel cache, JIT warm-up and tier-up thread.
+#include "backend/llvm/kernel_cache.h"
+
+#include <chrono>
+#include <exception>
+#include <string>
+
+#include "common/log.h"
+#include "freezeframe/errors.h"
+
+namespace ff::llvm_backend {
+namespace {
+
+void bump(std::atomic<uint64_t>& counter) { counter.fetch_add(1, std::memory_order_relaxed); }
+
+// A small kernel touching what most kernels use (vector loads/stores, float and integer
+// arithmetic, compare/select, the masked tail), compiled once to warm LLVM up.
+KernelIR warm_up_kernel() {
+  KernelIR ir;
+  auto F = ScalarType::Float32, I = ScalarType::Int32;
+  ir.params = {{ParamKind::BufferIn, F}, {ParamKind::BufferOut, F}, {ParamKind::BufferOut, I}};
+  auto emit = [&](IrOp op, ScalarType t, uint32_t a = kNoOperand, uint32_t b = kNoOperand,
+                  uint32_t c = kNoOperand, uint64_t imm = 0) {
+    IrInstr in{};
+    in.op = op;
+    in.type = t;
+    in.a = a;
+    in.b = b;
+    in.c = c;
+    in.imm = imm;
+    ir.instrs.push_back(in);
+    return static_cast<uint32_t>(ir.instrs.size() - 1);
+  };
+  uint32_t x = emit(IrOp::Load, F, 0);
+  uint32_t half = emit(IrOp::Literal, F, kNoOperand, kNoOperand, kNoOperand, 0x3f000000);
+  uint32_t f = emit(IrOp::Fma, F, x, half, x);
+  uint32_t m = emit(IrOp::Gt, ScalarType::Bool, x, half);
+  emit(IrOp::Store, F, 1, emit(IrOp::Select, F, m, emit(IrOp::Sqrt, F, f), x));
+  uint32_t i = emit(IrOp::Index, I);
+  emit(IrOp::Store, I, 2, emit(IrOp::Add, I, i, emit(IrOp::Cast, I, f)));
+  ir.finalize();
+  return ir;
+}
+
+}  // namespace
+
+LlvmKernel::LlvmKernel(std::shared_ptr<const KernelIR> ir, std::unique_ptr<JitCode> code,
+                       Tier tier)
+    : CompiledKernel(std::move(ir)),
+      n_params_(this->ir().params.size()),
+      first_(std::move(code)),
+      entry_(first_->entry()),
+      tier_(tier),
+      tier_up_requested_(tier == Tier::Optimized) {}
+
+void LlvmKernel::install_optimized(std::unique_ptr<JitCode> code) const {
+  optimized_ = std::move(code);
+  entry_.store(optimized_->entry(), std::memory_order_release);
+  tier_.store(Tier::Optimized, std::memory_order_release);
+}
+
+KernelCache::KernelCache(const LlvmTuning& tuning, bool background)
+    : tuning_(tuning), tiered_(tuning.tiered && background), tier_up_work_(tuning.tier_up_work) {
+  if (!(background && tuning.warm_up))
+    return;
+  Tier tier = tiered_ ? Tier::Quick : Tier::Optimized;
+  warm_up_ = std::thread([this, tier] {
+    try {
+      auto start = std::chrono::steady_clock::now();
+      auto jit = std::make_unique<LlvmJit>(tuning_.jit);
+      jit->compile(warm_up_kernel(), tier);
+      warm_jit_ = std::move(jit);
+      ff::logging::llvm().debug(
+          "JIT warm-up took {:.2f} ms",
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count());
+    } catch (const std::exception& e) {
+      // The first compile creates the JIT again and reports the error.
+      ff::logging::llvm().debug("JIT warm-up failed: {}", e.what());
+    }
+  });
+}
+
+KernelCache::~KernelCache() {
+  {
+    std::lock_guard lock(tier_mutex_);
+    tier_stop_ = true;
+  }
+  tier_wake_.notify_all();
+  if (tier_thread_.joinable())
+    tier_thread_.join();
+  if (warm_up_.joinable())
+    warm_up_.join();
+}
+
+LlvmJit& KernelCache::jit_locked() {
+  if (warm_up_.joinable()) {
+    warm_up_.join();
+    if (warm_jit_)
+      jit_ = std::move(warm_jit_);
+  }
+  if (!jit_)
+    jit_ = std::make_unique<LlvmJit>(tuning_.jit);
+  return *jit_;
+}
+
+LlvmJit& KernelCache::jit() {
+  std::lock_guard lock(compile_mutex_);
+  return jit_locked();
+}
+
+KernelHandle KernelCache::compile(const KernelIR& ir) {
+  if (ir.hash == Hash128{})
+    throw BackendError("llvm backend: kernel IR has no hash (call KernelIR::finalize())");
+  auto find = [&]() -> KernelHandle {
+    std::shared_lock lock(cache_mutex_);
+    auto it = cache_.find(ir.hash);
+    if (it == cache_.end())
+      return nullptr;
+    bump(cache_hits_);
+    return it->second;
+  };
+  if (KernelHandle hit = find())
+    return hit;
+  std::lock_guard compile_lock(compile_mutex_);
+  if (KernelHandle hit = find())  // another thread compiled it meanwhile
+    return hit;
+  ir.validate();
+  if (hash128(ir.serialize()) != ir.hash)
+    throw BackendError("llvm backend: kernel IR hash " + ir.hash.to_hex() +
+                       " does not match its contents (call KernelIR::finalize() after editing)");
+  auto start = std::chrono::steady_clock::now();
+  Tier tier = tiered_ ? Tier::Quick : Tier::Optimized;
+  auto kernel = std::make_shared<LlvmKernel>(std::make_shared<const KernelIR>(ir),
+                                             jit_locked().compile(ir, tier), tier);
+  {
+    std::unique_lock lock(cache_mutex_);
+    cache_.emplace(ir.hash, kernel);
+  }
+  bump(compiles_);
+  auto& logger = ff::logging::llvm();
+  if (logger.should_log(spdlog::level::debug))
+    logger.debug("compiled kernel {} ({} instructions, {} params, {} tier) in {:.2f} ms",
+              ir.hash.to_hex(), ir.instrs.size(), ir.params.size(),
+              tier == Tier::Quick ? "quick" : "optimized",
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                  .count());
+  return kernel;
+}
+
+void KernelCache::flush() {
+  std::unordered_map<Hash128, KernelHandle> dropped;
+  {
+    std::unique_lock lock(cache_mutex_);
+    dropped.swap(cache_);
+    generation_.fetch_add(1, std::memory_order_relaxed);
+  }
+  ff::logging::llvm().debug("flushed {} kernels", dropped.size());
+  // `dropped` frees the code of kernels nobody else holds, outside the cache lock.
+}
+
+void KernelCache::request_tier_up(const KernelHandle& handle) {
+  std::lock_guard lock(tier_mutex_);
+  if (tier_stop_)
+    return;
+  tier_queue_.push_back(std::static_pointer_cast<const LlvmKernel>(handle));
+  if (!tier_thread_.joinable()) {
+    try {
+      tier_thread_ = std::thread([this] { tier_up_main(); });
+    } catch (const std::system_error& e) {  // stay at the quick tier
+      ff::logging::llvm().warn("cannot start the tier-up thread: {}", e.what());
+      tier_queue_.clear();
+      tier_stop_ = true;
+      return;
+    }
+  }
+  tier_wake_.notify_one();
+}
+
+void KernelCache::tier_up_main() {
+  for (;;) {
+    std::shared_ptr<const LlvmKernel> kernel;
+    {
+      std::unique_lock lock(tier_mutex_);
+      tier_wake_.wait(lock, [&] { return tier_stop_ || !tier_queue_.empty(); });
+      if (tier_stop_)
+        return;
+      kernel = tier_queue_.front().lock();
+      tier_queue_.pop_front();
+    }
+    if (!kernel)
+      continue;  // dropped meanwhile
+    try {
+      auto start = std::chrono::steady_clock::now();
+      kernel->install_optimized(jit().compile(kernel->ir(), Tier::Optimized));
+      ff::logging::llvm().debug(
+          "re-compiled hot kernel {} optimized in {:.2f} ms", kernel->hash().to_hex(),
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count());
+    } catch (const std::exception& e) {
+      ff::logging::llvm().warn("optimising kernel {} failed, it stays at the quick tier: {}",
+                           kernel->hash().to_hex(), e.what());
+    }
+  }
+}
+
+}  // namespace ff::llvm_backend

@@ -1,0 +1,40 @@
+// Settings of the llvm backend that BackendOptions does not carry, for tests and benchmarks
+// (pin a codegen tier, move thresholds). create_llvm_backend(options) uses the defaults.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "backend/backend.h"
+#include "backend/llvm/llvm_jit.h"
+#include "backend/registry.h"
+
+namespace ff::llvm_backend {
+
+struct LlvmTuning {
+  JitOptions jit;
+  /// New kernels are compiled at Tier::Quick and re-compiled at Tier::Optimized on a
+  /// background thread once hot; false compiles at Tier::Optimized right away. Ignored (always
+  /// optimised, no background threads) when the backend has a single thread.
+  bool tiered = true;
+  /// Elements launched (each launch counts at least kMinLaunchWork) before a re-compile.
+  uint64_t tier_up_work = uint64_t{1} << 22;
+  /// Create the JIT and compile a throw-away kernel on a background thread when the backend is
+  /// created, so the first real compile does not pay LLVM's one-time start-up (~10 ms).
+  bool warm_up = true;
+  /// Launches below this many elements run on the calling thread.
+  size_t parallel_min_elems = 32768;
+};
+
+/// Each launch counts at least this much work towards tier_up_work.
+inline constexpr uint64_t kMinLaunchWork = 256;
+
+/// The "llvm" backend with explicit tuning. Throws ff::BackendError like create_llvm_backend.
+std::unique_ptr<Backend> create_llvm_backend(const BackendOptions& options,
+                                             const LlvmTuning& tuning);
+
+/// The tier `kernel` currently runs at. Throws ff::BackendError for a non-llvm kernel.
+Tier kernel_tier(const KernelHandle& kernel);
+
+}  // namespace ff::llvm_backend
