@@ -7,8 +7,10 @@
 //   --ff_w2_size=N   W2 element count (default 16M; the smoke test uses a small one)
 //   --ff_threads=N   threads for the hand-written loop (default: every core, as ff's pool)
 // Defaults added unless given: --benchmark_repetitions=5 --benchmark_report_aggregates_only.
+// Colours only on a terminal (or with --benchmark_color=true).
 #include <benchmark/benchmark.h>
 #include <freezeframe/freezeframe.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -153,6 +155,8 @@ void guarded(benchmark::State& st) {
 // prints a summary with the targets and W2's ratio at the end.
 class SummaryReporter : public benchmark::ConsoleReporter {
  public:
+  explicit SummaryReporter(bool color) : ConsoleReporter(color ? OO_ColorTabular : OO_Tabular) {}
+
   struct Result {
     double real_time = 0;  // per iteration, in `unit`
     benchmark::TimeUnit unit = benchmark::kNanosecond;
@@ -370,7 +374,15 @@ int main(int argc, char** argv) {
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
 
-    SummaryReporter reporter;
+    // A reporter passed in ignores --benchmark_color: decide here.
+    bool color = isatty(STDOUT_FILENO) != 0;
+    for (int i = 1; i < argc; ++i) {
+      if (std::strncmp(argv[i], "--benchmark_color=", 18) == 0) {
+        std::string v = argv[i] + 18;
+        color = v == "true" || v == "yes" || v == "1" || (v == "auto" && color);
+      }
+    }
+    SummaryReporter reporter(color);
     size_t n_run = benchmark::RunSpecifiedBenchmarks(&reporter);
     benchmark::Shutdown();
     ff::shutdown();

@@ -129,7 +129,7 @@ std::vector<AnyArray> Recording::replay(const std::vector<AnyArray>& inputs) con
           backend.release(o.ptr);
           throw;
         }
-        result.push_back(AnyArray::steal(var_from_buffer(std::move(buffer)), o.type));
+        result.push_back(AnyArray::steal(var_from_buffer(std::move(buffer), /*traced=*/false), o.type));
       }
     }
   } catch (...) {

@@ -1,13 +1,12 @@
 // Construction (from, full, zeros, arange, scalars), to_vector, cast<> over every pair of
 // element types and bitcast<>, against the scalar reference (tests/support/reference.h).
-#include <catch2/catch.hpp>
+#include <freezeframe/freezeframe.h>
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
-
-#include <freezeframe/freezeframe.h>
 
 #include "support/reference.h"
 
@@ -23,10 +22,14 @@ namespace {
 /// A value of T that is neither 0 nor 1 where the type allows (to tell fills apart).
 template <class T>
 T sample_value() {
-  if constexpr (is_bool_v<T>) return true;
-  else if constexpr (is_float_v<T>) return T(-2.75);
-  else if constexpr (std::is_signed_v<T>) return std::numeric_limits<T>::min() + 5;
-  else return std::numeric_limits<T>::max() - 5;
+  if constexpr (is_bool_v<T>)
+    return true;
+  else if constexpr (is_float_v<T>)
+    return T(-2.75);
+  else if constexpr (std::is_signed_v<T>)
+    return std::numeric_limits<T>::min() + 5;
+  else
+    return std::numeric_limits<T>::max() - 5;
 }
 
 /// Source data for casts: the awkward values first, then random ones.
@@ -37,18 +40,48 @@ std::vector<T> cast_source(size_t n, uint64_t salt) {
     specials = {true, false};
   } else if constexpr (is_int_v<T>) {
     using L = std::numeric_limits<T>;
-    specials = {T(0), T(1), static_cast<T>(-1), L::min(), L::max(), static_cast<T>(L::max() / 2 + 1),
-                static_cast<T>(16777217), static_cast<T>(0x7fffffffULL), static_cast<T>(0x80000000ULL),
-                static_cast<T>(0xffffffffULL), static_cast<T>(0x100000001ULL)};
+    specials = {T(0),
+                T(1),
+                static_cast<T>(-1),
+                L::min(),
+                L::max(),
+                static_cast<T>(L::max() / 2 + 1),
+                static_cast<T>(16777217),
+                static_cast<T>(0x7fffffffULL),
+                static_cast<T>(0x80000000ULL),
+                static_cast<T>(0xffffffffULL),
+                static_cast<T>(0x100000001ULL)};
   } else {
     const T inf = std::numeric_limits<T>::infinity();
-    specials = {T(0),          T(-0.0),       T(0.5),       T(-0.5),      T(1.5),
-                T(-1.5),       T(2.5),        T(-0.99),     T(-1),        T(1e10),
-                T(-1e10),      std::ldexp(T(1), 31),         -std::ldexp(T(1), 31),
-                std::ldexp(T(1), 32),         std::ldexp(T(1), 63),         -std::ldexp(T(1), 63),
-                std::ldexp(T(1), 64),         T(3e9),       T(-3e9),      T(1e30),
-                T(-1e30),      inf,           -inf,         T(2147483520.0), T(-2147483520.0),
-                T(4294967040.0), T(123456.789), T(-123456.789), T(16777217)};
+    specials = {T(0),
+                T(-0.0),
+                T(0.5),
+                T(-0.5),
+                T(1.5),
+                T(-1.5),
+                T(2.5),
+                T(-0.99),
+                T(-1),
+                T(1e10),
+                T(-1e10),
+                std::ldexp(T(1), 31),
+                -std::ldexp(T(1), 31),
+                std::ldexp(T(1), 32),
+                std::ldexp(T(1), 63),
+                -std::ldexp(T(1), 63),
+                std::ldexp(T(1), 64),
+                T(3e9),
+                T(-3e9),
+                T(1e30),
+                T(-1e30),
+                inf,
+                -inf,
+                T(2147483520.0),
+                T(-2147483520.0),
+                T(4294967040.0),
+                T(123456.789),
+                T(-123456.789),
+                T(16777217)};
   }
   std::vector<T> v;
   if constexpr (is_float_v<T>) {
@@ -56,18 +89,20 @@ std::vector<T> cast_source(size_t n, uint64_t salt) {
     const auto small = random_vector<T>(n, salt, -1e3, 1e3);
     const auto big = random_vector<T>(n, salt + 1, -1e20, 1e20);
     v.resize(n);
-    for (size_t i = 0; i < n; ++i) v[i] = (i % 2) ? big[i] : small[i];
+    for (size_t i = 0; i < n; ++i)
+      v[i] = (i % 2) ? big[i] : small[i];
   } else {
     v = random_vector<T>(n, salt);
   }
-  for (size_t i = 0; i < n && i < specials.size(); ++i) v[i] = specials[i];
+  for (size_t i = 0; i < n && i < specials.size(); ++i)
+    v[i] = specials[i];
   return v;
 }
 
 }  // namespace
 
-TEMPLATE_TEST_CASE("arrays are built from host data and read back unchanged",
-                   "[array][construct]", FFT_ALL_TYPES) {
+TEMPLATE_TEST_CASE("arrays are built from host data and read back unchanged", "[array][construct]",
+                   FFT_ALL_TYPES) {
   using T = TestType;
   using A = ff::Array<T>;
   const size_t n = FFT_SIZES();
@@ -79,7 +114,7 @@ TEMPLATE_TEST_CASE("arrays are built from host data and read back unchanged",
   CHECK_FALSE(a.empty());
   check_exact("from(span).to_vector()", a, data);
   check_exact("to_vector() a second time", a, data);  // reading does not consume the array
-  A copy = a;                                          // copies share the variable
+  A copy = a;                                         // copies share the variable
   check_exact("a copy", copy, data);
   A from_vec = A::from(data);
   check_exact("from(std::vector)", from_vec, data);
@@ -123,7 +158,8 @@ TEMPLATE_TEST_CASE("full zeros and arange produce the expected contents", "[arra
     check_exact("arange(n)", r, n, [&](size_t i) { return static_cast<T>(i); });
     // a literal combined with data: the literal broadcasts without being stored
     A s = ff::full<A>(T(3), n) + r;
-    check_exact("full(3, n) + arange(n)", s, n, [&](size_t i) { return r_add<T>(T(3), static_cast<T>(i)); });
+    check_exact("full(3, n) + arange(n)", s, n,
+                [&](size_t i) { return r_add<T>(T(3), static_cast<T>(i)); });
   }
   A f0 = ff::full<A>(v, 0);
   CHECK(host(f0).empty());
@@ -148,16 +184,17 @@ TEMPLATE_TEST_CASE("scalars of another arithmetic type convert to the element ty
                    "[array][construct]", FFT_NUMERIC_TYPES) {
   using T = TestType;
   using A = ff::Array<T>;
-  A one = 1;       // int literal
-  A two = 2.0;     // double literal
+  A one = 1;                               // int literal
+  A two = 2.0;                             // double literal
   A r = ff::arange<A>(5) + 1 + one * two;  // int scalar on the right
   check_exact("arange(5) + 1 + 1 * 2", r, 5, [](size_t i) { return static_cast<T>(i + 3); });
   A l = 10 - ff::arange<A>(5);  // int scalar on the left
-  check_exact("10 - arange(5)", l, 5, [](size_t i) { return static_cast<T>(10 - static_cast<int>(i)); });
+  check_exact("10 - arange(5)", l, 5,
+              [](size_t i) { return static_cast<T>(10 - static_cast<int>(i)); });
 }
 
-TEMPLATE_TEST_CASE("cast converts to every element type like the scalar reference",
-                   "[array][cast]", FFT_ALL_TYPES) {
+TEMPLATE_TEST_CASE("cast converts to every element type like the scalar reference", "[array][cast]",
+                   FFT_ALL_TYPES) {
   using From = TestType;
   const size_t n = FFT_SIZES();
   const auto src = cast_source<From>(n, 102);
@@ -192,13 +229,18 @@ TEMPLATE_TEST_CASE("float to integer casts saturate and map NaN to zero", "[arra
                    float, double) {
   using T = TestType;
   const T nan = std::numeric_limits<T>::quiet_NaN(), inf = std::numeric_limits<T>::infinity();
-  const std::vector<T> src{nan, -nan, inf, -inf, T(1e30), T(-1e30), T(-1), T(-0.5), T(0.99), T(7.9)};
+  const std::vector<T> src{nan,      -nan,  inf,     -inf,    T(1e30),
+                           T(-1e30), T(-1), T(-0.5), T(0.99), T(7.9)};
   ff::Array<T> x = to_array(src);
   const size_t n = src.size();
-  check_exact("NaN/inf to Int32", ff::cast<ff::Int32>(x), n, [&](size_t i) { return r_cast<int32_t, T>(src[i]); });
-  check_exact("NaN/inf to UInt32", ff::cast<ff::UInt32>(x), n, [&](size_t i) { return r_cast<uint32_t, T>(src[i]); });
-  check_exact("NaN/inf to Int64", ff::cast<ff::Int64>(x), n, [&](size_t i) { return r_cast<int64_t, T>(src[i]); });
-  check_exact("NaN/inf to UInt64", ff::cast<ff::UInt64>(x), n, [&](size_t i) { return r_cast<uint64_t, T>(src[i]); });
+  check_exact("NaN/inf to Int32", ff::cast<ff::Int32>(x), n,
+              [&](size_t i) { return r_cast<int32_t, T>(src[i]); });
+  check_exact("NaN/inf to UInt32", ff::cast<ff::UInt32>(x), n,
+              [&](size_t i) { return r_cast<uint32_t, T>(src[i]); });
+  check_exact("NaN/inf to Int64", ff::cast<ff::Int64>(x), n,
+              [&](size_t i) { return r_cast<int64_t, T>(src[i]); });
+  check_exact("NaN/inf to UInt64", ff::cast<ff::UInt64>(x), n,
+              [&](size_t i) { return r_cast<uint64_t, T>(src[i]); });
   // explicit expectations, independent of r_cast
   const auto i32 = host(ff::cast<ff::Int32>(x));
   CHECK(i32[0] == 0);
@@ -214,7 +256,8 @@ TEMPLATE_TEST_CASE("float to integer casts saturate and map NaN to zero", "[arra
   CHECK(u64[3] == 0);
   CHECK(u64[6] == 0);
   // NaN survives float <-> float casts; a literal NaN folds the same way
-  const auto other = host(ff::cast<ff::Array<std::conditional_t<std::is_same_v<T, float>, double, float>>>(x));
+  const auto other =
+      host(ff::cast<ff::Array<std::conditional_t<std::is_same_v<T, float>, double, float>>>(x));
   CHECK(std::isnan(other[0]));
   CHECK(std::isinf(other[2]));
   CHECK(scalar_of(ff::cast<ff::Int32>(ff::Array<T>(nan))) == 0);
@@ -247,8 +290,9 @@ TEST_CASE("bitcast reinterprets the bits between types of one width", "[array][b
   check_exact("Float64 -> UInt64", d_u, n, [&](size_t i) { return r_bitcast<uint64_t>(d[i]); });
   check_exact("Float64 -> Int64", d_i, n, [&](size_t i) { return r_bitcast<int64_t>(d[i]); });
   check_exact("Int32 -> UInt32", i_u, n, [&](size_t i) { return r_bitcast<uint32_t>(i32[i]); });
-  check_exact("Int32 -> Float", i_f, n,
-              [&](size_t i) { return r_bitcast<float>(static_cast<int32_t>(i32[i] & 0x3fffffff)); });
+  check_exact("Int32 -> Float", i_f, n, [&](size_t i) {
+    return r_bitcast<float>(static_cast<int32_t>(i32[i] & 0x3fffffff));
+  });
   check_exact("UInt64 -> Int64", u_i, n, [&](size_t i) { return r_bitcast<int64_t>(u64[i]); });
   check_exact("UInt64 -> Float64", u_d, n,
               [&](size_t i) { return r_bitcast<double>(u64[i] & 0x3fffffffffffffffULL); });

@@ -1,9 +1,10 @@
 // The tracer's guarantees seen through the public API: fusion into one kernel per size, the
 // kernel cache, literals (no storage until needed, folding, make_opaque), copy-on-write
 // scatter, eval's laziness rules and ff::width arithmetic. Counts come from ff::stats().
-#include <catch2/catch.hpp>
+#include <freezeframe/freezeframe.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -11,8 +12,6 @@
 #include <thread>
 #include <type_traits>
 #include <vector>
-
-#include <freezeframe/freezeframe.h>
 
 #include "support/reference.h"
 
@@ -22,13 +21,14 @@ namespace {
 
 /// 100 element-wise operations of several kinds on v.
 ff::Float chain100(ff::Float v) {
-  for (int i = 0; i < 13; ++i) {  // 13 * 7 + 3 * 3 = 100 operations
-    v = v * 1.0009765625f;                          // 1
-    v = v + 0.5f;                                   // 2
-    v = ff::min(v, 100.f);                          // 3
-    v = ff::abs(v);                                 // 4
-    v = ff::select(v > 50.f, v - 1.f, v);           // 5 6 7
-    if (i % 4 == 3) v = v - ff::floor(v * 0.25f);   // 3 more, for i = 3, 7, 11
+  for (int i = 0; i < 13; ++i) {           // 13 * 7 + 3 * 3 = 100 operations
+    v = v * 1.0009765625f;                 // 1
+    v = v + 0.5f;                          // 2
+    v = ff::min(v, 100.f);                 // 3
+    v = ff::abs(v);                        // 4
+    v = ff::select(v > 50.f, v - 1.f, v);  // 5 6 7
+    if (i % 4 == 3)
+      v = v - ff::floor(v * 0.25f);  // 3 more, for i = 3, 7, 11
   }
   return v;
 }
@@ -40,7 +40,8 @@ float chain100_ref(float v) {
     v = std::fmin(v, 100.f);
     v = std::fabs(v);
     v = v > 50.f ? v - 1.f : v;
-    if (i % 4 == 3) v = v - std::floor(v * 0.25f);
+    if (i % 4 == 3)
+      v = v - std::floor(v * 0.25f);
   }
   return v;
 }
@@ -86,7 +87,8 @@ TEST_CASE("a chain of 100 element-wise operations evaluates with one kernel laun
     CHECK(again.launches == 1);
     CHECK(again.compiles == 0);
     CHECK(again.cache_hits > 0);
-    check_exact("100-op chain again", y2, data.size(), [&](size_t i) { return chain100_ref(data[i]); });
+    check_exact("100-op chain again", y2, data.size(),
+                [&](size_t i) { return chain100_ref(data[i]); });
   }
   SECTION("the same code at other sizes compiles nothing") {
     for (size_t n : {size_t(7), size_t(5000), kLargeSize}) {
@@ -101,7 +103,8 @@ TEST_CASE("a chain of 100 element-wise operations evaluates with one kernel laun
       INFO("n = " << n);
       CHECK(other.launches == 1);
       CHECK(other.compiles == 0);
-      check_exact("100-op chain at another size", y2, n, [&](size_t i) { return chain100_ref(d2[i]); });
+      check_exact("100-op chain at another size", y2, n,
+                  [&](size_t i) { return chain100_ref(d2[i]); });
     }
   }
 }
@@ -137,17 +140,20 @@ TEST_CASE("work of different sizes runs in dependency order", "[tracer][fusion]"
   const auto a = exact_sum_vector<float>(n, 304);
   const auto b = exact_sum_vector<float>(300, 305);
   ff::Float x = to_array(a), z = to_array(b);
-  ff::Float total = ff::sum(x * 2.f);                      // size n -> reduction -> size 1
-  ff::Float shifted = z + total;                           // size 300 uses the size-1 result
-  ff::UInt32 big = ff::compress(x > 0.f);                  // data-dependent size
+  ff::Float total = ff::sum(x * 2.f);                        // size n -> reduction -> size 1
+  ff::Float shifted = z + total;                             // size 300 uses the size-1 result
+  ff::UInt32 big = ff::compress(x > 0.f);                    // data-dependent size
   ff::Float picked = ff::gather<ff::Float>(x, big) + total;  // size of the compress
   ff::eval(shifted, picked);
   double want_total = 0;
-  for (float v : a) want_total += 2.0 * v;
-  check_exact("z + sum(x * 2)", shifted, b.size(), [&](size_t i) { return b[i] + static_cast<float>(want_total); });
+  for (float v : a)
+    want_total += 2.0 * v;
+  check_exact("z + sum(x * 2)", shifted, b.size(),
+              [&](size_t i) { return b[i] + static_cast<float>(want_total); });
   std::vector<float> want_p;
   for (float v : a) {
-    if (v > 0.f) want_p.push_back(v + static_cast<float>(want_total));
+    if (v > 0.f)
+      want_p.push_back(v + static_cast<float>(want_total));
   }
   check_exact("gather(x, compress(x > 0)) + total", picked, want_p);
 }
@@ -181,12 +187,13 @@ TEST_CASE("eval evaluates only the arrays it is given and every pending scatter"
     ff::sync();
   });
   CHECK(d4.launches >= 1);
-  const ff::Stats d5 = delta([&] { check_exact("scatter done by eval()", target, std::vector<float>{0, 5, 0, 5, 0, 0, 0, 0, 0, 0}); });
+  const ff::Stats d5 = delta([&] {
+    check_exact("scatter done by eval()", target, std::vector<float>{0, 5, 0, 5, 0, 0, 0, 0, 0, 0});
+  });
   CHECK(d5.launches == 0);
 }
 
-TEST_CASE("literals allocate nothing until stored and fold on combination",
-          "[tracer][literal]") {
+TEST_CASE("literals allocate nothing until stored and fold on combination", "[tracer][literal]") {
   ff::init();
   ff::Float c, big;
   const ff::Stats d = delta([&] {
@@ -261,14 +268,15 @@ TEST_CASE("scatter is copy-on-write for other handles and earlier expressions",
   const auto old = random_vector<float>(n, 308);
   const std::vector<uint32_t> idx{0, static_cast<uint32_t>(n / 2), static_cast<uint32_t>(n - 1)};
   std::vector<float> updated = old;
-  for (uint32_t i : idx) updated[i] = -1000.f;
+  for (uint32_t i : idx)
+    updated[i] = -1000.f;
 
   SECTION("an evaluated target") {
     ff::Float a = to_array(old);
     ff::eval(a);
-    ff::Float b = a;                   // another handle on the same variable
-    ff::Float c = a + 1.f;             // an unevaluated expression reading a
-    ff::Float s = ff::sum(a);          // an unevaluated reduction reading a
+    ff::Float b = a;           // another handle on the same variable
+    ff::Float c = a + 1.f;     // an unevaluated expression reading a
+    ff::Float s = ff::sum(a);  // an unevaluated reduction reading a
     ff::scatter(a, -1000.f, to_array(idx));
     check_exact("the target sees the write", a, updated);
     check_exact("the other handle keeps the old contents", b, old);
@@ -282,7 +290,8 @@ TEST_CASE("scatter is copy-on-write for other handles and earlier expressions",
     const double tol = static_cast<double>(n) * std::numeric_limits<float>::epsilon() * want_abs;
     CHECK(static_cast<double>(scalar_of(s)) == Approx(want).margin(tol).epsilon(0));
     ff::Float after = a + 1.f;  // built after the scatter: sees the new contents
-    check_exact("a later expression sees the write", after, n, [&](size_t i) { return updated[i] + 1.f; });
+    check_exact("a later expression sees the write", after, n,
+                [&](size_t i) { return updated[i] + 1.f; });
   }
   SECTION("an unevaluated target and a literal target") {
     ff::Float base = to_array(old);
@@ -296,7 +305,8 @@ TEST_CASE("scatter is copy-on-write for other handles and earlier expressions",
     ff::Float lit_expr = lit * 2.f;
     ff::scatter(lit, -1000.f, to_array(idx));
     check_exact("literal target after scatter", lit, n, [&](size_t i) {
-      return std::find(idx.begin(), idx.end(), static_cast<uint32_t>(i)) != idx.end() ? -1000.f : 4.f;
+      return std::find(idx.begin(), idx.end(), static_cast<uint32_t>(i)) != idx.end() ? -1000.f
+                                                                                      : 4.f;
     });
     check_exact("handle on the literal", lit_keep, n, [](size_t) { return 4.f; });
     check_exact("expression on the literal", lit_expr, n, [](size_t) { return 8.f; });
@@ -309,7 +319,8 @@ TEST_CASE("scatter is copy-on-write for other handles and earlier expressions",
     ff::Float mid = a;
     ff::scatter(a, 5.f, to_array(std::vector<uint32_t>{0}));
     std::vector<float> after_add = old;
-    for (uint32_t i : idx) after_add[i] += 1.f;
+    for (uint32_t i : idx)
+      after_add[i] += 1.f;
     std::vector<float> after_both = after_add;
     after_both[0] = 5.f;
     check_exact("after scatter_add and scatter", a, after_both);
@@ -398,8 +409,10 @@ TEST_CASE("arrays traced on two threads at once evaluate independently", "[trace
     REQUIRE(out[t].size() == n);
     for (size_t i = 0; i < n; ++i) {
       const float want = std::sqrt(std::fabs(data[i])) * static_cast<float>(t + 1) + 4.f;
-      if (!near_value(out[t][i], want, 1e-6, 0.0)) ++bad;
-      if (want > 5.f) ++cnt;
+      if (!near_value(out[t][i], want, 1e-6, 0.0))
+        ++bad;
+      if (want > 5.f)
+        ++cnt;
     }
     INFO("thread " << t);
     CHECK(bad == 0);

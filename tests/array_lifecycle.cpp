@@ -1,7 +1,8 @@
 // init / shutdown / re-init, automatic initialisation, the kernel cache flush and the memory
 // counters. Clean under ASan + LeakSanitizer is part of the contract (the CI's sanitizer leg).
-#include <catch2/catch.hpp>
+#include <freezeframe/freezeframe.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -10,8 +11,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <freezeframe/freezeframe.h>
 
 #include "support/reference.h"
 
@@ -63,8 +62,7 @@ TEST_CASE("shutdown then init again gives a working library", "[tracer][init]") 
   ff::shutdown();
 }
 
-TEST_CASE("init followed at once by shutdown returns with no work in between",
-          "[tracer][init]") {
+TEST_CASE("init followed at once by shutdown returns with no work in between", "[tracer][init]") {
   // Runs on a helper thread so a hang fails this test after a while instead of blocking ctest
   // until its timeout; a hung library cannot be unwound, so the process then exits at once.
   auto done = std::make_shared<std::promise<void>>();
@@ -98,8 +96,7 @@ TEST_CASE("a loop of init work shutdown leaks nothing and keeps working", "[trac
   ff::shutdown();  // a second shutdown is harmless
 }
 
-TEST_CASE("arrays initialise the default llvm backend when init was not called",
-          "[tracer][init]") {
+TEST_CASE("arrays initialise the default llvm backend when init was not called", "[tracer][init]") {
   ff::shutdown();
   CHECK_FALSE(ff::is_initialized());
   ff::Float x = ff::arange<ff::Float>(10) * 0.5f;
@@ -120,7 +117,7 @@ TEST_CASE("arrays still alive at shutdown are destroyed safely afterwards", "[tr
     ff::Float lazy = kept * 2.f;
     ff::Float lit = 5.f;
     ff::shutdown();
-  }  // destroyed with no backend stack
+  }                    // destroyed with no backend stack
   some_work(10, 505);  // and the next use starts a fresh one
 }
 

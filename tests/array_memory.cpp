@@ -4,9 +4,10 @@
 // Integer results are exact (wrapping). Float sums depend on the summation order, so they are
 // checked twice: exactly on data whose every partial sum is representable (multiples of 1/4),
 // and with the worst-case bound n * eps * sum|x| on random data.
-#include <catch2/catch.hpp>
+#include <freezeframe/freezeframe.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -14,8 +15,6 @@
 #include <set>
 #include <string>
 #include <vector>
-
-#include <freezeframe/freezeframe.h>
 
 #include "support/reference.h"
 
@@ -36,9 +35,12 @@ std::vector<uint32_t> random_index(size_t n, uint64_t salt, uint64_t bound) {
 /// A value of T that is neither 0 nor 1 where the type allows.
 template <class T>
 T sample_scalar() {
-  if constexpr (is_bool_v<T>) return true;
-  else if constexpr (is_float_v<T>) return T(-2.75);
-  else return static_cast<T>(-5);
+  if constexpr (is_bool_v<T>)
+    return true;
+  else if constexpr (is_float_v<T>)
+    return T(-2.75);
+  else
+    return static_cast<T>(-5);
 }
 
 /// The wrapping (integers) or plain (floats, in long double) sum of v.
@@ -46,11 +48,13 @@ template <class T>
 T ref_sum(const std::vector<T>& v) {
   if constexpr (is_int_v<T>) {
     U<T> s = 0;
-    for (T x : v) s += static_cast<U<T>>(x);
+    for (T x : v)
+      s += static_cast<U<T>>(x);
     return static_cast<T>(s);
   } else {
     long double s = 0;
-    for (T x : v) s += x;
+    for (T x : v)
+      s += x;
     return static_cast<T>(s);
   }
 }
@@ -58,7 +62,8 @@ T ref_sum(const std::vector<T>& v) {
 template <class T>
 double abs_sum(const std::vector<T>& v) {
   double s = 0;
-  for (T x : v) s += std::fabs(static_cast<double>(x));
+  for (T x : v)
+    s += std::fabs(static_cast<double>(x));
   return s;
 }
 
@@ -91,7 +96,8 @@ TEMPLATE_TEST_CASE("gather reads source[index] with and without a mask and 0 out
   ff::eval(g, gm, g_false);
   auto at = [&](size_t j) -> T { return idx[j] < m ? static_cast<T>(src[idx[j]]) : T(0); };
   check_exact("gather(src, idx)", g, n, at);
-  check_exact("gather(src, idx, mask)", gm, n, [&](size_t j) -> T { return msk[j] ? at(j) : T(0); });
+  check_exact("gather(src, idx, mask)", gm, n,
+              [&](size_t j) -> T { return msk[j] ? at(j) : T(0); });
   check_exact("gather(src, idx, false)", g_false, n, [&](size_t) { return T(0); });
 }
 
@@ -135,7 +141,9 @@ TEST_CASE("gather takes Int32 Int64 and UInt64 indices and treats negative ones 
   ff::Float64 g64 = ff::gather<ff::Float64>(s, to_array(i64));
   ff::Float64 gu64 = ff::gather<ff::Float64>(s, to_array(u64));
   ff::eval(g32, g64, gu64);
-  auto at = [&](int64_t j) { return j >= 0 && j < static_cast<int64_t>(m) ? src[static_cast<size_t>(j)] : 0.0; };
+  auto at = [&](int64_t j) {
+    return j >= 0 && j < static_cast<int64_t>(m) ? src[static_cast<size_t>(j)] : 0.0;
+  };
   check_exact("gather with Int32 indices", g32, n, [&](size_t k) { return at(i32[k]); });
   check_exact("gather with Int64 indices", g64, n, [&](size_t k) { return at(i64[k]); });
   check_exact("gather with UInt64 indices", gu64, n,
@@ -145,7 +153,8 @@ TEST_CASE("gather takes Int32 Int64 and UInt64 indices and treats negative ones 
   ff::scatter(t, 1.0, to_array(i64));
   std::vector<double> want(m, 0.0);
   for (int64_t j : i64) {
-    if (j >= 0 && j < static_cast<int64_t>(m)) want[static_cast<size_t>(j)] = 1.0;
+    if (j >= 0 && j < static_cast<int64_t>(m))
+      want[static_cast<size_t>(j)] = 1.0;
   }
   check_exact("scatter with Int64 indices", t, want);
 }
@@ -153,8 +162,8 @@ TEST_CASE("gather takes Int32 Int64 and UInt64 indices and treats negative ones 
 // ---------------------------------------------------------------------------------------
 // scatter
 
-TEMPLATE_TEST_CASE("scatter through a permutation writes every element exactly",
-                   "[array][scatter]", FFT_ALL_TYPES) {
+TEMPLATE_TEST_CASE("scatter through a permutation writes every element exactly", "[array][scatter]",
+                   FFT_ALL_TYPES) {
   using T = TestType;
   using A = ff::Array<T>;
   const size_t n = FFT_SIZES();
@@ -167,7 +176,8 @@ TEMPLATE_TEST_CASE("scatter through a permutation writes every element exactly",
   A target = to_array(old);
   ff::scatter(target, to_array(val), to_array(perm));
   std::vector<T> want(old);
-  for (size_t j = 0; j < n; ++j) want[perm[j]] = val[j];
+  for (size_t j = 0; j < n; ++j)
+    want[perm[j]] = val[j];
   check_exact("scatter(target, val, perm)", target, want);
 
   // into a fresh zeros() target, with a lazy value expression and a scalar value
@@ -180,7 +190,8 @@ TEMPLATE_TEST_CASE("scatter through a permutation writes every element exactly",
   ff::scatter(c, sample_scalar<T>(), p, to_array(msk));
   std::vector<T> want_c(n, T(0));
   for (size_t j = 0; j < n; ++j) {
-    if (msk[j]) want_c[perm[j]] = sample_scalar<T>();
+    if (msk[j])
+      want_c[perm[j]] = sample_scalar<T>();
   }
   check_exact("masked scatter of a scalar", c, want_c);
 }
@@ -202,15 +213,15 @@ TEMPLATE_TEST_CASE("scatter with repeated and out-of-range indices writes one of
   // which values may land where
   std::vector<std::vector<T>> cand(m);
   for (size_t j = 0; j < n; ++j) {
-    if (msk[j] && idx[j] < m) cand[idx[j]].push_back(val[j]);
+    if (msk[j] && idx[j] < m)
+      cand[idx[j]].push_back(val[j]);
   }
   size_t bad = 0;
   std::string first;
   for (size_t t = 0; t < m; ++t) {
-    const bool ok = cand[t].empty()
-                        ? same_value<T>(got[t], old[t])
-                        : std::any_of(cand[t].begin(), cand[t].end(),
-                                      [&](T v) { return same_value<T>(got[t], v); });
+    const bool ok = cand[t].empty() ? same_value<T>(got[t], old[t])
+                                    : std::any_of(cand[t].begin(), cand[t].end(),
+                                                  [&](T v) { return same_value<T>(got[t], v); });
     if (!ok && bad++ == 0) {
       first = "[" + std::to_string(t) + "] got " + show<T>(got[t]) + " with " +
               std::to_string(cand[t].size()) + " candidate values";
@@ -241,10 +252,12 @@ TEMPLATE_TEST_CASE("scatter_add accumulates colliding values exactly", "[array][
   ff::eval(hist, hist_m, counts);
   std::vector<T> want(bins, T(0)), want_m(bins, T(1)), want_c(bins, T(0));
   for (size_t j = 0; j < n; ++j) {
-    if (idx[j] >= bins) continue;
+    if (idx[j] >= bins)
+      continue;
     want[idx[j]] = r_add<T>(want[idx[j]], val[j]);
     want_c[idx[j]] = r_add<T>(want_c[idx[j]], T(1));
-    if (msk[j]) want_m[idx[j]] = r_add<T>(want_m[idx[j]], val[j]);
+    if (msk[j])
+      want_m[idx[j]] = r_add<T>(want_m[idx[j]], val[j]);
   }
   check_exact("scatter_add into 7 bins", hist, want);
   check_exact("masked scatter_add into 7 bins (starting at 1)", hist_m, want_m);
@@ -274,7 +287,8 @@ TEMPLATE_TEST_CASE("scatter_add of random floats matches the reference within ro
   for (size_t b = 0; b < bins; ++b) {
     const double tol = sum_tolerance<T>(static_cast<size_t>(cnt[b]) + 1, abs_tot[b]);
     if (std::fabs(static_cast<double>(got[b]) - static_cast<double>(want[b])) > tol) {
-      if (bad++ == 0) first = b;
+      if (bad++ == 0)
+        first = b;
     }
   }
   INFO("n = " << n << ", first bad bin " << first);
@@ -314,14 +328,17 @@ TEMPLATE_TEST_CASE("sum prod min_reduce and max_reduce of integers are exact and
   const auto a = random_vector<T>(n, 221);
   // products of full-range values become 0 after a few dozen even factors: use odd values
   auto odd = random_vector<T>(n, 222);
-  for (auto& v : odd) v = static_cast<T>(v | T(1));
+  for (auto& v : odd)
+    v = static_cast<T>(v | T(1));
   A x = to_array(a);
   A s = ff::sum(x), p = ff::prod(to_array(odd)), mn = ff::min_reduce(x), mx = ff::max_reduce(x);
   A s_lazy = ff::sum(x * T(3) + T(1));  // a reduction over an unevaluated expression
   ff::eval(s, p, mn, mx, s_lazy);
   U<T> want_p = 1, want_lazy = 0;
-  for (T v : odd) want_p *= static_cast<U<T>>(v);
-  for (T v : a) want_lazy += static_cast<U<T>>(r_add<T>(r_mul<T>(v, T(3)), T(1)));
+  for (T v : odd)
+    want_p *= static_cast<U<T>>(v);
+  for (T v : a)
+    want_lazy += static_cast<U<T>>(r_add<T>(r_mul<T>(v, T(3)), T(1)));
   CHECK(s.size() == 1);
   CHECK(scalar_of(s) == ref_sum(a));
   CHECK(scalar_of(p) == static_cast<T>(want_p));
@@ -333,7 +350,8 @@ TEMPLATE_TEST_CASE("sum prod min_reduce and max_reduce of integers are exact and
   CHECK(scalar_of(ff::max_reduce(ff::full<A>(T(9), n))) == T(9));
   // mean of integers where the quotient is exact: sum(2 * arange(n)) / n == n - 1 (when the
   // sum n (n - 1) does not wrap)
-  if (static_cast<double>(n) * static_cast<double>(n - 1) < static_cast<double>(std::numeric_limits<T>::max())) {
+  if (static_cast<double>(n) * static_cast<double>(n - 1) <
+      static_cast<double>(std::numeric_limits<T>::max())) {
     CHECK(scalar_of(ff::mean(ff::arange<A>(n) * T(2))) == static_cast<T>(n - 1));
   }
   CHECK(scalar_of(ff::mean(ff::full<A>(T(6), n))) == T(6));
@@ -357,15 +375,20 @@ TEMPLATE_TEST_CASE("float reductions are exact on exactly representable partial 
     me = ff::mean(x);
   ff::eval(s, p, mn, mx, me);
   long double want_s = 0, want_p = 1;
-  for (T v : a) want_s += v;
-  for (T v : pw) want_p *= v;
+  for (T v : a)
+    want_s += v;
+  for (T v : pw)
+    want_p *= v;
   CHECK(scalar_of(s) == static_cast<T>(want_s));
   CHECK(scalar_of(p) == static_cast<T>(want_p));
   CHECK(scalar_of(mn) == *std::min_element(a.begin(), a.end()));
   CHECK(scalar_of(mx) == *std::max_element(a.begin(), a.end()));
-  CHECK(scalar_of(me) == Approx(static_cast<double>(want_s / n)).epsilon(4 * std::numeric_limits<T>::epsilon()).margin(1e-30));
+  CHECK(scalar_of(me) == Approx(static_cast<double>(want_s / n))
+                             .epsilon(4 * std::numeric_limits<T>::epsilon())
+                             .margin(1e-30));
   CHECK(scalar_of(ff::sum(ff::full<A>(T(0.25), n))) == static_cast<T>(0.25L * n));
-  CHECK(scalar_of(ff::mean(ff::full<A>(T(0.25), n))) == Approx(0.25).epsilon(4 * std::numeric_limits<T>::epsilon()));
+  CHECK(scalar_of(ff::mean(ff::full<A>(T(0.25), n))) ==
+        Approx(0.25).epsilon(4 * std::numeric_limits<T>::epsilon()));
 }
 
 TEMPLATE_TEST_CASE("float reductions of random data agree within the summation error bound",
@@ -380,10 +403,13 @@ TEMPLATE_TEST_CASE("float reductions of random data agree within the summation e
     mx = ff::max_reduce(x);
   ff::eval(s, me, p, mn, mx);
   long double want_s = 0, want_p = 1;
-  for (T v : a) want_s += v;
-  for (T v : near1) want_p *= v;
+  for (T v : a)
+    want_s += v;
+  for (T v : near1)
+    want_p *= v;
   const double tol = sum_tolerance<T>(n, abs_sum(a));
-  CHECK(static_cast<double>(scalar_of(s)) == Approx(static_cast<double>(want_s)).margin(tol).epsilon(0));
+  CHECK(static_cast<double>(scalar_of(s)) ==
+        Approx(static_cast<double>(want_s)).margin(tol).epsilon(0));
   CHECK(static_cast<double>(scalar_of(me)) ==
         Approx(static_cast<double>(want_s / n)).margin(tol / n + 1e-30).epsilon(0));
   CHECK(static_cast<double>(scalar_of(p)) ==
@@ -399,7 +425,8 @@ TEMPLATE_TEST_CASE("min_reduce and max_reduce ignore NaN like std::fmin and std:
   const T nan = std::numeric_limits<T>::quiet_NaN();
   const size_t n = FFT_SIZES();
   auto a = random_vector<T>(n, 227);
-  for (size_t i = 0; i < n; i += 3) a[i] = nan;
+  for (size_t i = 0; i < n; i += 3)
+    a[i] = nan;
   A x = to_array(a);
   T want_min = nan, want_max = nan;
   for (T v : a) {
@@ -459,7 +486,8 @@ TEMPLATE_TEST_CASE("prefix_sum of random floats agrees within the summation erro
     run += a[i];  // all positive: sum|x| == the running sum
     const double tol = sum_tolerance<T>(i + 1, static_cast<double>(run));
     if (std::fabs(static_cast<double>(got[i]) - static_cast<double>(run)) > tol) {
-      if (bad++ == 0) first = i;
+      if (bad++ == 0)
+        first = i;
     }
   }
   INFO("n = " << n << ", first bad index " << first);
@@ -473,8 +501,10 @@ TEST_CASE("compress returns the indices of the true entries in order", "[array][
   ff::Bool mask = to_array(m);
   std::vector<uint32_t> want, want_gt;
   for (size_t i = 0; i < n; ++i) {
-    if (m[i]) want.push_back(static_cast<uint32_t>(i));
-    if (f[i] > 25.f) want_gt.push_back(static_cast<uint32_t>(i));
+    if (m[i])
+      want.push_back(static_cast<uint32_t>(i));
+    if (f[i] > 25.f)
+      want_gt.push_back(static_cast<uint32_t>(i));
   }
   ff::UInt32 c = ff::compress(mask);
   CHECK(c.size() == want.size());

@@ -4,14 +4,13 @@
 //
 // Each layout evaluates all of its results with one ff::eval, so a test compiles a handful of
 // kernels (the size-1 and the size-N specialisation per layout) and reuses them across sizes.
-#include <catch2/catch.hpp>
+#include <freezeframe/freezeframe.h>
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
-
-#include <freezeframe/freezeframe.h>
 
 #include "support/reference.h"
 
@@ -36,7 +35,8 @@ void for_each_layout(const std::vector<T>& a, const std::vector<T>& b, F&& f) {
 /// b with every third element copied from a, so == and <= see equal operands too.
 template <class T>
 std::vector<T> with_ties(std::vector<T> b, const std::vector<T>& a) {
-  for (size_t i = 0; i < b.size(); i += 3) b[i] = a[i];
+  for (size_t i = 0; i < b.size(); i += 3)
+    b[i] = a[i];
   return b;
 }
 
@@ -51,38 +51,45 @@ TEMPLATE_TEST_CASE("arithmetic operators match the scalar reference in every ope
   auto b = with_ties(random_vector<T>(n, 2), a);
   if constexpr (is_int_v<T>) {
     for (auto& v : b) {
-      if (v == 0) v = 3;  // division by zero is tested on its own
+      if (v == 0)
+        v = 3;  // division by zero is tested on its own
     }
   } else {
     for (auto& v : b) {
-      if (v == 0) v = T(0.5);
+      if (v == 0)
+        v = T(0.5);
     }
   }
 
-  for_each_layout<T>(a, b, [&](const std::string& layout, auto x, auto y, const auto& xv,
-                               const auto& yv) {
-    A add = x + y, sub = x - y, mul = x * y, div = x / y;
-    A neg = -to_array(xv);
-    if constexpr (is_int_v<T>) {
-      A mod = x % y;
-      ff::eval(add, sub, mul, div, neg, mod);
-      check_exact(layout + ": a % b", mod, n, [&](size_t i) -> std::optional<T> {
-        if (!div_defined<T>(bc(xv, i), bc(yv, i))) return std::nullopt;
-        return r_mod<T>(bc(xv, i), bc(yv, i));
+  for_each_layout<T>(
+      a, b, [&](const std::string& layout, auto x, auto y, const auto& xv, const auto& yv) {
+        A add = x + y, sub = x - y, mul = x * y, div = x / y;
+        A neg = -to_array(xv);
+        if constexpr (is_int_v<T>) {
+          A mod = x % y;
+          ff::eval(add, sub, mul, div, neg, mod);
+          check_exact(layout + ": a % b", mod, n, [&](size_t i) -> std::optional<T> {
+            if (!div_defined<T>(bc(xv, i), bc(yv, i)))
+              return std::nullopt;
+            return r_mod<T>(bc(xv, i), bc(yv, i));
+          });
+          check_exact(layout + ": a / b", div, n, [&](size_t i) -> std::optional<T> {
+            if (!div_defined<T>(bc(xv, i), bc(yv, i)))
+              return std::nullopt;
+            return r_div<T>(bc(xv, i), bc(yv, i));
+          });
+        } else {
+          ff::eval(add, sub, mul, div, neg);
+          check_near(layout + ": a / b", div, n, [&](size_t i) { return bc(xv, i) / bc(yv, i); });
+        }
+        check_exact(layout + ": a + b", add, n,
+                    [&](size_t i) { return r_add<T>(bc(xv, i), bc(yv, i)); });
+        check_exact(layout + ": a - b", sub, n,
+                    [&](size_t i) { return r_sub<T>(bc(xv, i), bc(yv, i)); });
+        check_exact(layout + ": a * b", mul, n,
+                    [&](size_t i) { return r_mul<T>(bc(xv, i), bc(yv, i)); });
+        check_exact(layout + ": -a", neg, xv.size(), [&](size_t i) { return r_neg<T>(xv[i]); });
       });
-      check_exact(layout + ": a / b", div, n, [&](size_t i) -> std::optional<T> {
-        if (!div_defined<T>(bc(xv, i), bc(yv, i))) return std::nullopt;
-        return r_div<T>(bc(xv, i), bc(yv, i));
-      });
-    } else {
-      ff::eval(add, sub, mul, div, neg);
-      check_near(layout + ": a / b", div, n, [&](size_t i) { return bc(xv, i) / bc(yv, i); });
-    }
-    check_exact(layout + ": a + b", add, n, [&](size_t i) { return r_add<T>(bc(xv, i), bc(yv, i)); });
-    check_exact(layout + ": a - b", sub, n, [&](size_t i) { return r_sub<T>(bc(xv, i), bc(yv, i)); });
-    check_exact(layout + ": a * b", mul, n, [&](size_t i) { return r_mul<T>(bc(xv, i), bc(yv, i)); });
-    check_exact(layout + ": -a", neg, xv.size(), [&](size_t i) { return r_neg<T>(xv[i]); });
-  });
 }
 
 TEMPLATE_TEST_CASE("comparison operators give Bool arrays matching the scalar reference",
@@ -91,17 +98,17 @@ TEMPLATE_TEST_CASE("comparison operators give Bool arrays matching the scalar re
   const size_t n = FFT_SIZES();
   const auto a = random_vector<T>(n, 3);
   const auto b = with_ties(random_vector<T>(n, 4), a);
-  for_each_layout<T>(a, b, [&](const std::string& layout, auto x, auto y, const auto& xv,
-                               const auto& yv) {
-    ff::Bool eq = x == y, ne = x != y, lt = x < y, le = x <= y, gt = x > y, ge = x >= y;
-    ff::eval(eq, ne, lt, le, gt, ge);
-    check_exact(layout + ": a == b", eq, n, [&](size_t i) { return bc(xv, i) == bc(yv, i); });
-    check_exact(layout + ": a != b", ne, n, [&](size_t i) { return bc(xv, i) != bc(yv, i); });
-    check_exact(layout + ": a < b", lt, n, [&](size_t i) { return bc(xv, i) < bc(yv, i); });
-    check_exact(layout + ": a <= b", le, n, [&](size_t i) { return bc(xv, i) <= bc(yv, i); });
-    check_exact(layout + ": a > b", gt, n, [&](size_t i) { return bc(xv, i) > bc(yv, i); });
-    check_exact(layout + ": a >= b", ge, n, [&](size_t i) { return bc(xv, i) >= bc(yv, i); });
-  });
+  for_each_layout<T>(
+      a, b, [&](const std::string& layout, auto x, auto y, const auto& xv, const auto& yv) {
+        ff::Bool eq = x == y, ne = x != y, lt = x<y, le = x <= y, gt = x> y, ge = x >= y;
+        ff::eval(eq, ne, lt, le, gt, ge);
+        check_exact(layout + ": a == b", eq, n, [&](size_t i) { return bc(xv, i) == bc(yv, i); });
+        check_exact(layout + ": a != b", ne, n, [&](size_t i) { return bc(xv, i) != bc(yv, i); });
+        check_exact(layout + ": a < b", lt, n, [&](size_t i) { return bc(xv, i) < bc(yv, i); });
+        check_exact(layout + ": a <= b", le, n, [&](size_t i) { return bc(xv, i) <= bc(yv, i); });
+        check_exact(layout + ": a > b", gt, n, [&](size_t i) { return bc(xv, i) > bc(yv, i); });
+        check_exact(layout + ": a >= b", ge, n, [&](size_t i) { return bc(xv, i) >= bc(yv, i); });
+      });
 }
 
 TEMPLATE_TEST_CASE("integer bitwise operators and shifts match the scalar reference",
@@ -111,18 +118,23 @@ TEMPLATE_TEST_CASE("integer bitwise operators and shifts match the scalar refere
   const size_t n = FFT_SIZES();
   const auto a = random_vector<T>(n, 5);
   const auto b = random_vector<T>(n, 6);  // full range: shift counts far beyond the width
-  for_each_layout<T>(a, b, [&](const std::string& layout, auto x, auto y, const auto& xv,
-                               const auto& yv) {
-    A band = x & y, bor = x | y, bxor = x ^ y, shl = x << y, shr = x >> y;
-    A bnot = ~to_array(xv);
-    ff::eval(band, bor, bxor, shl, shr, bnot);
-    check_exact(layout + ": a & b", band, n, [&](size_t i) -> T { return bc(xv, i) & bc(yv, i); });
-    check_exact(layout + ": a | b", bor, n, [&](size_t i) -> T { return bc(xv, i) | bc(yv, i); });
-    check_exact(layout + ": a ^ b", bxor, n, [&](size_t i) -> T { return bc(xv, i) ^ bc(yv, i); });
-    check_exact(layout + ": a << b", shl, n, [&](size_t i) { return r_shl<T>(bc(xv, i), bc(yv, i)); });
-    check_exact(layout + ": a >> b", shr, n, [&](size_t i) { return r_shr<T>(bc(xv, i), bc(yv, i)); });
-    check_exact(layout + ": ~a", bnot, xv.size(), [&](size_t i) -> T { return ~xv[i]; });
-  });
+  for_each_layout<T>(
+      a, b, [&](const std::string& layout, auto x, auto y, const auto& xv, const auto& yv) {
+        A band = x & y, bor = x | y, bxor = x ^ y, shl = x << y, shr = x >> y;
+        A bnot = ~to_array(xv);
+        ff::eval(band, bor, bxor, shl, shr, bnot);
+        check_exact(layout + ": a & b", band, n,
+                    [&](size_t i) -> T { return bc(xv, i) & bc(yv, i); });
+        check_exact(layout + ": a | b", bor, n,
+                    [&](size_t i) -> T { return bc(xv, i) | bc(yv, i); });
+        check_exact(layout + ": a ^ b", bxor, n,
+                    [&](size_t i) -> T { return bc(xv, i) ^ bc(yv, i); });
+        check_exact(layout + ": a << b", shl, n,
+                    [&](size_t i) { return r_shl<T>(bc(xv, i), bc(yv, i)); });
+        check_exact(layout + ": a >> b", shr, n,
+                    [&](size_t i) { return r_shr<T>(bc(xv, i), bc(yv, i)); });
+        check_exact(layout + ": ~a", bnot, xv.size(), [&](size_t i) -> T { return ~xv[i]; });
+      });
 }
 
 TEMPLATE_TEST_CASE("shift counts are taken modulo the bit width", "[array][bitwise]", int32_t,
@@ -132,9 +144,11 @@ TEMPLATE_TEST_CASE("shift counts are taken modulo the bit width", "[array][bitwi
   constexpr int w = bits_of<T>;
   // counts 0 .. 3w-1, and negative ones for signed types (-1 is w-1 modulo w)
   std::vector<T> counts;
-  for (int c = 0; c < 3 * w; ++c) counts.push_back(static_cast<T>(c));
+  for (int c = 0; c < 3 * w; ++c)
+    counts.push_back(static_cast<T>(c));
   if constexpr (std::is_signed_v<T>) {
-    for (int c = 1; c <= w; ++c) counts.push_back(static_cast<T>(-c));
+    for (int c = 1; c <= w; ++c)
+      counts.push_back(static_cast<T>(-c));
   }
   const size_t n = counts.size();
   const T one = 1, minus = is_sint_v<T> ? static_cast<T>(-1234567) : static_cast<T>(~T(0) - 7);
@@ -145,7 +159,8 @@ TEMPLATE_TEST_CASE("shift counts are taken modulo the bit width", "[array][bitwi
   check_exact("1 << count", shl, n, [&](size_t i) { return r_shl<T>(one, counts[i]); });
   check_exact("x >> count", shr, n, [&](size_t i) { return r_shr<T>(minus, counts[i]); });
   check_exact("1 << (w + 1) is 1 << 1", shl_lit, n, [&](size_t) { return T(2); });
-  check_exact("x >> (w + 3) is x >> 3", shr_lit, n, [&](size_t) { return static_cast<T>(minus >> 3); });
+  check_exact("x >> (w + 3) is x >> 3", shr_lit, n,
+              [&](size_t) { return static_cast<T>(minus >> 3); });
   // spot checks independent of the reference helpers
   const auto got = host(shl);
   CHECK(got[0] == T(1));
@@ -161,7 +176,8 @@ TEMPLATE_TEST_CASE("integer division by zero and INT_MIN / -1 do not trap", "[ar
   const size_t n = FFT_SIZES();
   auto a = random_vector<T>(n, 7);
   auto b = random_vector<T>(n, 8);
-  for (size_t i = 0; i < n; i += 5) b[i] = 0;
+  for (size_t i = 0; i < n; i += 5)
+    b[i] = 0;
   if constexpr (std::is_signed_v<T>) {
     for (size_t i = 1; i < n; i += 7) {
       a[i] = std::numeric_limits<T>::min();
@@ -175,7 +191,8 @@ TEMPLATE_TEST_CASE("integer division by zero and INT_MIN / -1 do not trap", "[ar
   ff::eval(div, mod, div0, mod0, lit_div0, lit_mod0, lit_min);
   auto want = [&](bool is_div) {
     return [&, is_div](size_t i) -> std::optional<T> {
-      if (!div_defined<T>(a[i], b[i])) return std::nullopt;
+      if (!div_defined<T>(a[i], b[i]))
+        return std::nullopt;
       return is_div ? r_div<T>(a[i], b[i]) : r_mod<T>(a[i], b[i]);
     };
   };
@@ -212,27 +229,29 @@ TEMPLATE_TEST_CASE("fma min max and abs match the scalar reference in every oper
   const auto a = random_vector<T>(n, 12);
   const auto b = with_ties(random_vector<T>(n, 13), a);
   const auto c = random_vector<T>(n, 14);
-  for_each_layout<T>(a, b, [&](const std::string& layout, auto x, auto y, const auto& xv,
-                               const auto& yv) {
-    A mn = ff::min(x, y), mx = ff::max(x, y), ab = ff::abs(to_array(xv));
-    A f1 = ff::fma(x, y, to_array(c));  // the layout on the first two operands
-    A f2 = ff::fma(to_array(c), x, y);  // ... and on the last two
-    ff::eval(mn, mx, ab, f1, f2);
-    check_exact(layout + ": min(a, b)", mn, n, [&](size_t i) { return r_min<T>(bc(xv, i), bc(yv, i)); });
-    check_exact(layout + ": max(a, b)", mx, n, [&](size_t i) { return r_max<T>(bc(xv, i), bc(yv, i)); });
-    check_exact(layout + ": abs(a)", ab, xv.size(), [&](size_t i) { return r_abs<T>(xv[i]); });
-    if constexpr (is_float_v<T>) {
-      check_exact(layout + ": fma(a, b, c)", f1, n,
-                  [&](size_t i) { return std::fma(bc(xv, i), bc(yv, i), c[i]); });
-      check_exact(layout + ": fma(c, a, b)", f2, n,
-                  [&](size_t i) { return std::fma(c[i], bc(xv, i), bc(yv, i)); });
-    } else {
-      check_exact(layout + ": fma(a, b, c)", f1, n,
-                  [&](size_t i) { return r_add<T>(r_mul<T>(bc(xv, i), bc(yv, i)), c[i]); });
-      check_exact(layout + ": fma(c, a, b)", f2, n,
-                  [&](size_t i) { return r_add<T>(r_mul<T>(c[i], bc(xv, i)), bc(yv, i)); });
-    }
-  });
+  for_each_layout<T>(
+      a, b, [&](const std::string& layout, auto x, auto y, const auto& xv, const auto& yv) {
+        A mn = ff::min(x, y), mx = ff::max(x, y), ab = ff::abs(to_array(xv));
+        A f1 = ff::fma(x, y, to_array(c));  // the layout on the first two operands
+        A f2 = ff::fma(to_array(c), x, y);  // ... and on the last two
+        ff::eval(mn, mx, ab, f1, f2);
+        check_exact(layout + ": min(a, b)", mn, n,
+                    [&](size_t i) { return r_min<T>(bc(xv, i), bc(yv, i)); });
+        check_exact(layout + ": max(a, b)", mx, n,
+                    [&](size_t i) { return r_max<T>(bc(xv, i), bc(yv, i)); });
+        check_exact(layout + ": abs(a)", ab, xv.size(), [&](size_t i) { return r_abs<T>(xv[i]); });
+        if constexpr (is_float_v<T>) {
+          check_exact(layout + ": fma(a, b, c)", f1, n,
+                      [&](size_t i) { return std::fma(bc(xv, i), bc(yv, i), c[i]); });
+          check_exact(layout + ": fma(c, a, b)", f2, n,
+                      [&](size_t i) { return std::fma(c[i], bc(xv, i), bc(yv, i)); });
+        } else {
+          check_exact(layout + ": fma(a, b, c)", f1, n,
+                      [&](size_t i) { return r_add<T>(r_mul<T>(bc(xv, i), bc(yv, i)), c[i]); });
+          check_exact(layout + ": fma(c, a, b)", f2, n,
+                      [&](size_t i) { return r_add<T>(r_mul<T>(c[i], bc(xv, i)), bc(yv, i)); });
+        }
+      });
 }
 
 TEMPLATE_TEST_CASE("float functions sqrt exp log sin cos floor ceil match the C library",
@@ -249,11 +268,16 @@ TEMPLATE_TEST_CASE("float functions sqrt exp log sin cos floor ceil match the C 
   A sq = ff::sqrt(p), ex = ff::exp(m), lg = ff::log(p), sn = ff::sin(w), cs = ff::cos(w),
     fl = ff::floor(w), ce = ff::ceil(w);
   ff::eval(sq, ex, lg, sn, cs, fl, ce);
-  check_near("sqrt", sq, n, [&](size_t i) { return std::sqrt(pos[i]); }, rel);
-  check_near("exp", ex, n, [&](size_t i) { return std::exp(mid[i]); }, rel);
-  check_near("log", lg, n, [&](size_t i) { return std::log(pos[i]); }, rel, atol);
-  check_near("sin", sn, n, [&](size_t i) { return std::sin(wide[i]); }, rel, atol);
-  check_near("cos", cs, n, [&](size_t i) { return std::cos(wide[i]); }, rel, atol);
+  check_near(
+      "sqrt", sq, n, [&](size_t i) { return std::sqrt(pos[i]); }, rel);
+  check_near(
+      "exp", ex, n, [&](size_t i) { return std::exp(mid[i]); }, rel);
+  check_near(
+      "log", lg, n, [&](size_t i) { return std::log(pos[i]); }, rel, atol);
+  check_near(
+      "sin", sn, n, [&](size_t i) { return std::sin(wide[i]); }, rel, atol);
+  check_near(
+      "cos", cs, n, [&](size_t i) { return std::cos(wide[i]); }, rel, atol);
   check_exact("floor", fl, n, [&](size_t i) { return std::floor(wide[i]); });
   check_exact("ceil", ce, n, [&](size_t i) { return std::ceil(wide[i]); });
 
@@ -272,7 +296,7 @@ TEMPLATE_TEST_CASE("float special values: NaN comparisons min max and IEEE edge 
   const std::vector<T> ys{T(1), nan, nan, T(3), T(-3), T(0), nan};
   const size_t n = xs.size();
   A x = to_array(xs), y = to_array(ys);
-  ff::Bool eq = x == y, ne = x != y, lt = x < y, le = x <= y, gt = x > y, ge = x >= y;
+  ff::Bool eq = x == y, ne = x != y, lt = x<y, le = x <= y, gt = x> y, ge = x >= y;
   A mn = ff::min(x, y), mx = ff::max(x, y);
   ff::eval(eq, ne, lt, le, gt, ge, mn, mx);
   check_exact("NaN-aware ==", eq, n, [&](size_t i) { return xs[i] == ys[i]; });
@@ -282,8 +306,10 @@ TEMPLATE_TEST_CASE("float special values: NaN comparisons min max and IEEE edge 
   check_exact("NaN-aware >", gt, n, [&](size_t i) { return xs[i] > ys[i]; });
   check_exact("NaN-aware >=", ge, n, [&](size_t i) { return xs[i] >= ys[i]; });
   // fmin/fmax semantics: a NaN operand is ignored (both NaN -> NaN). Zero signs not checked.
-  check_exact("min ignores NaN like std::fmin", mn, n, [&](size_t i) { return std::fmin(xs[i], ys[i]); });
-  check_exact("max ignores NaN like std::fmax", mx, n, [&](size_t i) { return std::fmax(xs[i], ys[i]); });
+  check_exact("min ignores NaN like std::fmin", mn, n,
+              [&](size_t i) { return std::fmin(xs[i], ys[i]); });
+  check_exact("max ignores NaN like std::fmax", mx, n,
+              [&](size_t i) { return std::fmax(xs[i], ys[i]); });
   // a scalar NaN operand on either side
   check_exact("min(x, NaN scalar) is x", ff::min(x, nan), n, [&](size_t i) { return xs[i]; });
   check_exact("max(NaN scalar, x) is x", ff::max(nan, x), n, [&](size_t i) { return xs[i]; });
@@ -309,19 +335,24 @@ TEST_CASE("Bool operators & | ^ ~ ! == != match the truth tables in every operan
   const size_t n = FFT_SIZES();
   const auto a = random_vector<bool>(n, 18);
   const auto b = random_vector<bool>(n, 19);
-  for_each_layout<bool>(a, b, [&](const std::string& layout, auto x, auto y, const auto& xv,
-                                  const auto& yv) {
-    ff::Bool band = x & y, bor = x | y, bxor = x ^ y, eq = x == y, ne = x != y;
-    ff::Bool bnot = ~to_array(xv), lnot = !to_array(xv);
-    ff::eval(band, bor, bxor, eq, ne, bnot, lnot);
-    check_exact(layout + ": a & b", band, n, [&](size_t i) -> bool { return bc(xv, i) && bc(yv, i); });
-    check_exact(layout + ": a | b", bor, n, [&](size_t i) -> bool { return bc(xv, i) || bc(yv, i); });
-    check_exact(layout + ": a ^ b", bxor, n, [&](size_t i) -> bool { return bc(xv, i) != bc(yv, i); });
-    check_exact(layout + ": a == b", eq, n, [&](size_t i) -> bool { return bc(xv, i) == bc(yv, i); });
-    check_exact(layout + ": a != b", ne, n, [&](size_t i) -> bool { return bc(xv, i) != bc(yv, i); });
-    check_exact(layout + ": ~a", bnot, xv.size(), [&](size_t i) -> bool { return !xv[i]; });
-    check_exact(layout + ": !a", lnot, xv.size(), [&](size_t i) -> bool { return !xv[i]; });
-  });
+  for_each_layout<bool>(
+      a, b, [&](const std::string& layout, auto x, auto y, const auto& xv, const auto& yv) {
+        ff::Bool band = x & y, bor = x | y, bxor = x ^ y, eq = x == y, ne = x != y;
+        ff::Bool bnot = ~to_array(xv), lnot = !to_array(xv);
+        ff::eval(band, bor, bxor, eq, ne, bnot, lnot);
+        check_exact(layout + ": a & b", band, n,
+                    [&](size_t i) -> bool { return bc(xv, i) && bc(yv, i); });
+        check_exact(layout + ": a | b", bor, n,
+                    [&](size_t i) -> bool { return bc(xv, i) || bc(yv, i); });
+        check_exact(layout + ": a ^ b", bxor, n,
+                    [&](size_t i) -> bool { return bc(xv, i) != bc(yv, i); });
+        check_exact(layout + ": a == b", eq, n,
+                    [&](size_t i) -> bool { return bc(xv, i) == bc(yv, i); });
+        check_exact(layout + ": a != b", ne, n,
+                    [&](size_t i) -> bool { return bc(xv, i) != bc(yv, i); });
+        check_exact(layout + ": ~a", bnot, xv.size(), [&](size_t i) -> bool { return !xv[i]; });
+        check_exact(layout + ": !a", lnot, xv.size(), [&](size_t i) -> bool { return !xv[i]; });
+      });
 }
 
 TEST_CASE("masks built from comparisons combine with & | ! and select", "[array][bool]") {
@@ -332,10 +363,10 @@ TEST_CASE("masks built from comparisons combine with & | ! and select", "[array]
   ff::Bool outside = !in_band | (x == 0.f);
   ff::Float y = ff::select(in_band, x * 2.f, ff::select(outside, -x, x));
   ff::eval(in_band, outside, y);
-  check_exact("(x > -50) & (x < 50)", in_band, n, [&](size_t i) -> bool { return a[i] > -50.f && a[i] < 50.f; });
-  check_exact("!band | x == 0", outside, n, [&](size_t i) -> bool {
-    return !(a[i] > -50.f && a[i] < 50.f) || a[i] == 0.f;
-  });
+  check_exact("(x > -50) & (x < 50)", in_band, n,
+              [&](size_t i) -> bool { return a[i] > -50.f && a[i] < 50.f; });
+  check_exact("!band | x == 0", outside, n,
+              [&](size_t i) -> bool { return !(a[i] > -50.f && a[i] < 50.f) || a[i] == 0.f; });
   check_exact("nested select", y, n, [&](size_t i) {
     const bool band = a[i] > -50.f && a[i] < 50.f;
     return band ? a[i] * 2.f : -a[i];
@@ -351,19 +382,19 @@ TEMPLATE_TEST_CASE("select picks per lane with mask and operands in every layout
   const auto a = random_vector<T>(n, 22);
   const auto b = random_vector<T>(n, 23);
   ff::Bool mask = to_array(m);
-  for_each_layout<T>(a, b, [&](const std::string& layout, auto x, auto y, const auto& xv,
-                               const auto& yv) {
-    A s = ff::select(mask, x, y);
-    A s_lit_true = ff::select(ff::Bool(true), x, y);
-    A s_one = ff::select(to_array(std::vector<bool>{static_cast<bool>(m[0])}), x, y);
-    ff::eval(s, s_lit_true, s_one);
-    check_exact(layout + ": select(mask, a, b)", s, n,
-                [&](size_t i) -> T { return m[i] ? bc(xv, i) : bc(yv, i); });
-    check_exact(layout + ": select(true, a, b)", s_lit_true, std::max(xv.size(), yv.size()),
-                [&](size_t i) -> T { return bc(xv, i); });
-    check_exact(layout + ": select(size-1 mask, a, b)", s_one, std::max(xv.size(), yv.size()),
-                [&](size_t i) -> T { return m[0] ? bc(xv, i) : bc(yv, i); });
-  });
+  for_each_layout<T>(
+      a, b, [&](const std::string& layout, auto x, auto y, const auto& xv, const auto& yv) {
+        A s = ff::select(mask, x, y);
+        A s_lit_true = ff::select(ff::Bool(true), x, y);
+        A s_one = ff::select(to_array(std::vector<bool>{static_cast<bool>(m[0])}), x, y);
+        ff::eval(s, s_lit_true, s_one);
+        check_exact(layout + ": select(mask, a, b)", s, n,
+                    [&](size_t i) -> T { return m[i] ? bc(xv, i) : bc(yv, i); });
+        check_exact(layout + ": select(true, a, b)", s_lit_true, std::max(xv.size(), yv.size()),
+                    [&](size_t i) -> T { return bc(xv, i); });
+        check_exact(layout + ": select(size-1 mask, a, b)", s_one, std::max(xv.size(), yv.size()),
+                    [&](size_t i) -> T { return m[0] ? bc(xv, i) : bc(yv, i); });
+      });
 }
 
 TEMPLATE_TEST_CASE("empty arrays combine with empty and size-1 operands into empty results",

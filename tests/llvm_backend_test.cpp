@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -19,6 +20,8 @@
 #include "backend/llvm/host_allocator.h"
 #include "backend/llvm/llvm_backend.h"
 #include "backend/llvm/llvm_jit.h"
+#include "backend/llvm/llvm_tuning.h"
+#include "backend/llvm/thread_pool.h"
 #include "freezeframe/errors.h"
 
 namespace {
@@ -119,12 +122,26 @@ struct KernelBuilder {
   }
 };
 
+// Which codegen tier kernels run at: the default (quick, optimised once hot), or pinned.
+enum class Tiers { Default, Quick, Optimized };
+
+llvm_backend::LlvmTuning tuning_for(Tiers tiers) {
+  llvm_backend::LlvmTuning t;
+  if (tiers == Tiers::Quick)
+    t.tier_up_work = ~uint64_t{0};
+  if (tiers == Tiers::Optimized)
+    t.tiered = false;
+  return t;
+}
+
 // One backend plus helpers to move arrays in and out.
 struct Env {
   std::unique_ptr<Backend> be;
   std::vector<void*> owned;
 
-  explicit Env(unsigned n_threads = 0) : be(create_llvm_backend(BackendOptions{n_threads})) {}
+  explicit Env(unsigned n_threads = 0, Tiers tiers = Tiers::Default)
+      : be(llvm_backend::create_llvm_backend(BackendOptions{n_threads}, tuning_for(tiers))) {}
+  explicit Env(Tiers tiers) : Env(0, tiers) {}
   ~Env() {
     for (void* p : owned)
       be->release(p);
@@ -238,7 +255,9 @@ const std::vector<size_t> kTailSizes = {1, 7, 16, 17, 1000, 1000003};
 }  // namespace
 
 TEST_CASE("load and store round-trip every type at tail sizes", "[llvm]") {
-  Env env;
+  Tiers tiers = GENERATE(Tiers::Quick, Tiers::Optimized);
+  INFO((tiers == Tiers::Quick ? "quick tier" : "optimized tier"));
+  Env env(tiers);
   for_each_type([&]<class T>() {
     KernelBuilder k;
     uint32_t pi = k.param(ParamKind::BufferIn, type_of<T>());
@@ -262,7 +281,9 @@ TEST_CASE("load and store round-trip every type at tail sizes", "[llvm]") {
 }
 
 TEST_CASE("index, literal, scalar and load_broadcast", "[llvm]") {
-  Env env;
+  Tiers tiers = GENERATE(Tiers::Quick, Tiers::Optimized);
+  INFO((tiers == Tiers::Quick ? "quick tier" : "optimized tier"));
+  Env env(tiers);
   for (size_t n : kTailSizes) {
     KernelBuilder k;
     uint32_t o_i32 = k.param(ParamKind::BufferOut, ScalarType::Int32);
@@ -323,7 +344,9 @@ TEST_CASE("index, literal, scalar and load_broadcast", "[llvm]") {
 }
 
 TEST_CASE("integer arithmetic wraps and division never traps", "[llvm]") {
-  Env env;
+  Tiers tiers = GENERATE(Tiers::Quick, Tiers::Optimized);
+  INFO((tiers == Tiers::Quick ? "quick tier" : "optimized tier"));
+  Env env(tiers);
   for_each_int_type([&]<class T>() {
     INFO(to_string(type_of<T>()));
     auto [a, b] = pairs<T>();
@@ -368,7 +391,9 @@ TEST_CASE("integer arithmetic wraps and division never traps", "[llvm]") {
 }
 
 TEST_CASE("integer neg, abs, not, bitwise ops and shifts", "[llvm]") {
-  Env env;
+  Tiers tiers = GENERATE(Tiers::Quick, Tiers::Optimized);
+  INFO((tiers == Tiers::Quick ? "quick tier" : "optimized tier"));
+  Env env(tiers);
   for_each_int_type([&]<class T>() {
     INFO(to_string(type_of<T>()));
     using U = std::make_unsigned_t<T>;
@@ -399,7 +424,9 @@ TEST_CASE("integer neg, abs, not, bitwise ops and shifts", "[llvm]") {
 }
 
 TEST_CASE("float arithmetic, min/max ignore NaN, fma is fused", "[llvm]") {
-  Env env;
+  Tiers tiers = GENERATE(Tiers::Quick, Tiers::Optimized);
+  INFO((tiers == Tiers::Quick ? "quick tier" : "optimized tier"));
+  Env env(tiers);
   auto check = [&]<class T>() {
     INFO(to_string(type_of<T>()));
     auto [a, b] = pairs<T>();
@@ -439,7 +466,9 @@ TEST_CASE("float arithmetic, min/max ignore NaN, fma is fused", "[llvm]") {
 }
 
 TEST_CASE("float math functions match libm", "[llvm]") {
-  Env env;
+  Tiers tiers = GENERATE(Tiers::Quick, Tiers::Optimized);
+  INFO((tiers == Tiers::Quick ? "quick tier" : "optimized tier"));
+  Env env(tiers);
   auto check = [&]<class T>() {
     INFO(to_string(type_of<T>()));
     std::vector<T> a;
@@ -476,7 +505,9 @@ TEST_CASE("float math functions match libm", "[llvm]") {
 }
 
 TEST_CASE("comparisons: ordered floats, != true on NaN, signedness by type", "[llvm]") {
-  Env env;
+  Tiers tiers = GENERATE(Tiers::Quick, Tiers::Optimized);
+  INFO((tiers == Tiers::Quick ? "quick tier" : "optimized tier"));
+  Env env(tiers);
   auto check = [&]<class T>() {
     INFO(to_string(type_of<T>()));
     auto [a, b] = pairs<T>();
@@ -501,7 +532,9 @@ TEST_CASE("comparisons: ordered floats, != true on NaN, signedness by type", "[l
 }
 
 TEST_CASE("bool logic: not, and, or, xor, select", "[llvm]") {
-  Env env;
+  Tiers tiers = GENERATE(Tiers::Quick, Tiers::Optimized);
+  INFO((tiers == Tiers::Quick ? "quick tier" : "optimized tier"));
+  Env env(tiers);
   std::vector<Bool8> a = {0, 0, 1, 1, 0, 1, 1, 0, 1}, b = {0, 1, 0, 1, 1, 1, 0, 0, 1};
   auto n = unary<Bool8>(env, IrOp::Not, a);
   auto x = binary<Bool8>(env, IrOp::And, a, b);
@@ -560,7 +593,9 @@ To ref_cast(From x) {
 }  // namespace
 
 TEST_CASE("casts between every pair of types", "[llvm]") {
-  Env env;
+  Tiers tiers = GENERATE(Tiers::Quick, Tiers::Optimized);
+  INFO((tiers == Tiers::Quick ? "quick tier" : "optimized tier"));
+  Env env(tiers);
   for_each_type([&]<class From>() {
     std::vector<From> in = edge_values<From>();
     if constexpr (std::is_floating_point_v<From>) {
@@ -580,7 +615,9 @@ TEST_CASE("casts between every pair of types", "[llvm]") {
 }
 
 TEST_CASE("bitcast reinterprets bits", "[llvm]") {
-  Env env;
+  Tiers tiers = GENERATE(Tiers::Quick, Tiers::Optimized);
+  INFO((tiers == Tiers::Quick ? "quick tier" : "optimized tier"));
+  Env env(tiers);
   std::vector<float> f = {1.0f, -2.5f, std::numeric_limits<float>::infinity()};
   auto u = unary<uint32_t>(env, IrOp::Bitcast, f);
   auto back = unary<float>(env, IrOp::Bitcast, u);
@@ -626,7 +663,9 @@ std::vector<T> gather(Env& env, const std::vector<T>& src, const std::vector<I>&
 }  // namespace
 
 TEST_CASE("gather masks and drops out-of-range indices, negatives included", "[llvm]") {
-  Env env;
+  Tiers tiers = GENERATE(Tiers::Quick, Tiers::Optimized);
+  INFO((tiers == Tiers::Quick ? "quick tier" : "optimized tier"));
+  Env env(tiers);
   for (size_t n : {size_t(1), size_t(7), size_t(1000), size_t(1000003)}) {
     INFO("n=" << n);
     std::vector<float> src(1000);
@@ -661,7 +700,9 @@ TEST_CASE("gather masks and drops out-of-range indices, negatives included", "[l
 }
 
 TEST_CASE("gather range report names an offending index", "[llvm]") {
-  Env env;
+  Tiers tiers = GENERATE(Tiers::Quick, Tiers::Optimized);
+  INFO((tiers == Tiers::Quick ? "quick tier" : "optimized tier"));
+  Env env(tiers);
   std::vector<double> src = {1, 2, 3};
   uint64_t report = 0;
   gather(env, src, std::vector<int32_t>{0, 1, 2, 2, 1}, std::vector<Bool8>{1, 1, 1, 1, 1}, &report);
@@ -711,7 +752,9 @@ void scatter(Env& env, IrOp op, T* dst, size_t dst_n, const std::vector<I>& idx,
 }  // namespace
 
 TEST_CASE("scatter masks, drops out-of-range writes and reports them", "[llvm]") {
-  Env env;
+  Tiers tiers = GENERATE(Tiers::Quick, Tiers::Optimized);
+  INFO((tiers == Tiers::Quick ? "quick tier" : "optimized tier"));
+  Env env(tiers);
   for_each_type([&]<class T>() {
     INFO(to_string(type_of<T>()));
     // One guard element past the bound checks that out-of-range writes are dropped.
@@ -738,7 +781,9 @@ TEST_CASE("scatter masks, drops out-of-range writes and reports them", "[llvm]")
 }
 
 TEST_CASE("scatter_add sums exactly under heavy collisions on every thread", "[llvm]") {
-  Env env;
+  Tiers tiers = GENERATE(Tiers::Quick, Tiers::Optimized);
+  INFO((tiers == Tiers::Quick ? "quick tier" : "optimized tier"));
+  Env env(tiers);
   const size_t n = 3000017, bins = 1000;
   std::vector<uint32_t> idx(n);
   std::vector<Bool8> mask(n);
@@ -800,9 +845,10 @@ TEST_CASE("every loop style computes the same results", "[llvm]") {
     if (style == LoopStyle::Scalar)
       opt.passes = "function(loop-vectorize,instcombine,simplifycfg)";
     LlvmJit jit(opt);
-    auto code = jit.compile(ir);
+    for (Tier tier : {Tier::Quick, Tier::Optimized})
     for (size_t n : {size_t(1), size_t(7), size_t(1000)}) {
-      INFO("style " << int(style) << " n=" << n);
+      auto code = jit.compile(ir, tier);
+      INFO("style " << int(style) << " tier " << int(tier) << " n=" << n);
       std::vector<float> xs(n), out(n);
       for (size_t e = 0; e < n; ++e)
         xs[e] = float(e);
@@ -823,12 +869,54 @@ TEST_CASE("every loop style computes the same results", "[llvm]") {
   }
 }
 
+TEST_CASE("hot kernels are re-compiled optimised and keep computing the same", "[llvm]") {
+  llvm_backend::LlvmTuning tuning;
+  tuning.tier_up_work = 100000;
+  auto be = llvm_backend::create_llvm_backend({}, tuning);
+  KernelBuilder k;
+  uint32_t pi = k.param(ParamKind::BufferIn, ScalarType::Float64);
+  uint32_t po = k.param(ParamKind::BufferOut, ScalarType::Float64);
+  uint32_t x = k.load(pi);
+  k.store(po, k.emit(IrOp::Fma, ScalarType::Float64, x, x, k.emit(IrOp::Sqrt, ScalarType::Float64, x)));
+  KernelIR ir = k.finish();
+  std::vector<double> in(5000), out(5000);
+  for (size_t i = 0; i < in.size(); ++i)
+    in[i] = double(i) * 0.25;
+  KernelHandle h = be->compile(ir);
+  CHECK(llvm_backend::kernel_tier(h) == llvm_backend::Tier::Quick);
+  size_t bad = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  int launches = 0;
+  // Launch until the optimised code is installed (in the background), and a few more times.
+  for (int after = 0; after < 5 && std::chrono::steady_clock::now() < deadline; ++launches) {
+    be->launch(h, in.size(), {}, std::vector<KernelArg>{buf(in.data()), buf(out.data())});
+    for (size_t i = 0; i < in.size(); ++i)
+      bad += out[i] != std::fma(in[i], in[i], std::sqrt(in[i]));
+    if (llvm_backend::kernel_tier(h) == llvm_backend::Tier::Optimized)
+      ++after;
+  }
+  CHECK(bad == 0);
+  CHECK(llvm_backend::kernel_tier(h) == llvm_backend::Tier::Optimized);
+  CHECK(launches >= 20);  // 100000 / 5000 launches before the re-compile was even requested
+  CHECK(be->compile(ir) == h);
+  CHECK(be->stats().compiles == 1);  // the re-compile is not a cache miss
+}
+
+TEST_CASE("a single-thread backend compiles optimised code and starts no threads", "[llvm]") {
+  auto be = create_llvm_backend(BackendOptions{1});
+  KernelBuilder k;
+  uint32_t po = k.param(ParamKind::BufferOut, ScalarType::Int32);
+  k.store(po, k.emit(IrOp::Index, ScalarType::Int32));
+  KernelHandle h = be->compile(k.finish());
+  CHECK(llvm_backend::kernel_tier(h) == llvm_backend::Tier::Optimized);
+}
+
 TEST_CASE("kernels can start at any begin index", "[llvm]") {
   ff::llvm_backend::LlvmJit jit;
   KernelBuilder k;
   uint32_t po = k.param(ParamKind::BufferOut, ScalarType::Int64);
   k.store(po, k.emit(IrOp::Index, ScalarType::Int64));
-  auto code = jit.compile(k.finish());
+  auto code = jit.compile(k.finish(), ff::llvm_backend::Tier::Quick);
   std::vector<int64_t> out(100, -1);
   uint64_t args[1] = {bits_of(out.data())};
   code->entry()(3, 40, args);
@@ -1049,6 +1137,47 @@ TEST_CASE("allocator caches blocks, count 0 is unique, peak is tracked", "[llvm]
   be.release(nullptr);  // a no-op
 }
 
+TEST_CASE("thread pool runs every block exactly once, from several callers", "[llvm]") {
+  ff::llvm_backend::ThreadPool pool(4);
+  CHECK(pool.n_threads() == 4);
+  std::atomic<uint64_t> failures{0};
+  auto caller = [&](unsigned seed) {
+    for (unsigned job = 0; job < 3000; ++job) {
+      size_t n = (job * 7 + seed) % 23;
+      std::vector<std::atomic<int>> hits(n);
+      pool.parallel_for(n, [&](size_t b) { hits[b].fetch_add(1, std::memory_order_relaxed); });
+      for (auto& h : hits)
+        failures += h.load() != 1;
+      if (job % 500 == 0)  // let the workers fall asleep now and then
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < 3; ++t)
+    threads.emplace_back(caller, t);
+  caller(3);
+  for (auto& t : threads)
+    t.join();
+  CHECK(failures == 0);
+}
+
+TEST_CASE("allocator caches released blocks up to its limit", "[llvm]") {
+  ff::llvm_backend::HostAllocator alloc(1 << 20);
+  void* small = alloc.alloc(1000);
+  void* big = alloc.alloc(2 << 20);
+  CHECK(alloc.bytes_allocated() == 1000 + (2 << 20));
+  alloc.release(big);  // over the limit: freed
+  alloc.release(small);
+  CHECK(alloc.cached_bytes() == 1024);
+  CHECK(alloc.alloc(1000) == small);
+  CHECK(alloc.cached_bytes() == 0);
+  CHECK(alloc.peak_bytes() == 1000 + (2 << 20));
+  alloc.release(small);
+  alloc.trim();
+  CHECK(alloc.cached_bytes() == 0);
+  CHECK(alloc.bytes_allocated() == 0);
+}
+
 TEST_CASE("allocator size classes waste at most a quarter", "[llvm]") {
   using ff::llvm_backend::HostAllocator;
   unsigned last = 0;
@@ -1152,7 +1281,9 @@ TEST_CASE("compile rejects invalid or unfinalized IR; launch checks its argument
 }
 
 TEST_CASE("kernels with many parameters", "[llvm]") {
-  Env env;
+  Tiers tiers = GENERATE(Tiers::Quick, Tiers::Optimized);
+  INFO((tiers == Tiers::Quick ? "quick tier" : "optimized tier"));
+  Env env(tiers);
   const uint32_t n_in = 80;
   KernelBuilder k;
   uint32_t po = k.param(ParamKind::BufferOut, ScalarType::Int64);

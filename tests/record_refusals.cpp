@@ -87,6 +87,16 @@ TEST_CASE("refuse: implicit input (an evaluated array from outside)", "[record][
     REQUIRE_THROWS_AS(ff::record({x}, body), ff::FreezeError);
     REQUIRE_THROWS_WITH(ff::record({x}, body), Contains("implicit input"));
   }
+  SECTION("the target of a scatter") {
+    auto body = [&] {
+      Float target = outside;  // a second handle: the scatter copies the outside buffer
+      ff::scatter(target, x, ff::arange<UInt32>(ff::width(x)));
+      return Inputs{target};
+    };
+    REQUIRE_THROWS_AS(ff::record({x}, body), ff::FreezeError);
+    REQUIRE_THROWS_WITH(ff::record({x}, body), Contains("implicit input"));
+    REQUIRE(outside.to_vector() == iota_floats(1000, 2.f));
+  }
   SECTION("the source of a gather") {
     auto body = [&] {
       return Inputs{ff::gather<Float>(outside, ff::arange<UInt32>(ff::width(x)))};
@@ -135,6 +145,7 @@ TEST_CASE("refuse: replay with the wrong number of inputs or element type",
   Int32 i = Int32::from(std::vector<int32_t>(100, 3));
   ff::Recording r = ff::record({x, i}, [&] { return Inputs{x * ff::cast<Float>(i)}; });
   REQUIRE(r.n_inputs() == 2);
+  Float wrong = floats(iota_floats(100));
   uint64_t baseline = live_bytes();
 
   REQUIRE_THROWS_AS(r.replay({x}), ff::FreezeError);
@@ -142,16 +153,35 @@ TEST_CASE("refuse: replay with the wrong number of inputs or element type",
   REQUIRE_THROWS_AS(r.replay({x, i, i}), ff::FreezeError);
   REQUIRE_THROWS_WITH(r.replay({x, i, i}), Contains("3 inputs given"));
 
-  Float wrong = floats(iota_floats(100));
   REQUIRE_THROWS_AS(r.replay({x, wrong}), ff::FreezeError);
   REQUIRE_THROWS_WITH(r.replay({x, wrong}), Contains("input 1") && Contains("element type") &&
                                                 Contains("float32") && Contains("int32"));
   REQUIRE_THROWS_AS(r.replay({i, x}), ff::FreezeError);
+  REQUIRE_THROWS_WITH(r.replay({i, x}), Contains("input 0") && Contains("element type"));
   REQUIRE_THROWS_AS(r.replay({x, AnyArray()}), ff::FreezeError);
   REQUIRE(live_bytes() == baseline);
 
   Inputs outs = r.replay({x, i});
   REQUIRE(outs[0].as<Float>().to_vector()[7] == 21.f);
+  next_recording_works();
+}
+
+TEST_CASE("refuse: replay that breaks the recorded input aliasing", "[record][refusal]") {
+  fresh();
+  Float a = floats(iota_floats(50));
+  Float b = floats(iota_floats(50, 2.f));
+  ff::Recording same = ff::record({a, a}, [&] { return Inputs{a * a + 1.f}; });
+  ff::Recording distinct = ff::record({a, b}, [&] { return Inputs{a * b + 1.f}; });
+  uint64_t baseline = live_bytes();
+  // Recorded as one array, replayed with two: refused (the kernels read one buffer).
+  REQUIRE_THROWS_AS(same.replay({a, b}), ff::FreezeError);
+  REQUIRE_THROWS_WITH(same.replay({a, b}), Contains("were one array when recorded"));
+  // Recorded as two arrays, replayed with one passed twice: refused as well.
+  REQUIRE_THROWS_AS(distinct.replay({a, a}), ff::FreezeError);
+  REQUIRE_THROWS_WITH(distinct.replay({a, a}), Contains("were distinct when recorded"));
+  REQUIRE(live_bytes() == baseline);
+  REQUIRE(same.replay({b, b})[0].as<Float>().to_vector()[3] == 37.f);
+  REQUIRE(distinct.replay({b, a})[0].as<Float>().to_vector()[3] == 19.f);
   next_recording_works();
 }
 

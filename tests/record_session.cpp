@@ -171,6 +171,33 @@ TEST_CASE("nesting: replaying A inside ff::record of B records A's ops into B",
     CHECK(s1.compiles == s0.compiles);
     require_same(snapshot(outs), want, "B replay vs traced");
   }
+  // A replay of A that fails its guard inside ff::record of C: the recording is refused with
+  // that GuardError, nothing is left allocated, and the next nested recording works.
+  {
+    ff::Recording guarded = ff::record({xa}, [&] {
+      if (xa.size() > 100)
+        return Inputs{xa * 2.f};
+      return Inputs{xa * 3.f};
+    });
+    Float small = make_array(ff::ScalarType::Float32, 10, 6).as<Float>();
+    ff::sync();
+    uint64_t baseline = ff::stats().bytes_allocated;
+    auto c_body = [&] {
+      Inputs inner = guarded.replay({small});
+      return Inputs{inner[0].as<Float>() + 1.f};
+    };
+    REQUIRE_THROWS_AS(ff::record({small}, c_body), ff::GuardError);
+    ff::sync();
+    REQUIRE(ff::stats().bytes_allocated == baseline);
+    Float big = make_array(ff::ScalarType::Float32, 200, 7).as<Float>();
+    ff::Recording c = ff::record({big}, [&] {
+      Inputs inner = guarded.replay({big});
+      return Inputs{inner[0].as<Float>() + 1.f};
+    });
+    Float other = make_array(ff::ScalarType::Float32, 333, 8).as<Float>();
+    require_same(snapshot(c.replay({other})), snapshot(Inputs{other * 2.f + 1.f}),
+                 "nested replay after a refused one");
+  }
   // A itself is unaffected by having been replayed inside B.
   Float x = make_array(ff::ScalarType::Float32, 300, 5).as<Float>();
   require_same(snapshot(a.replay({x})), snapshot(busy(x)), "A replay vs traced");
@@ -244,6 +271,61 @@ TEST_CASE("threads: two threads replay one Recording concurrently", "[record][th
   };
   std::thread t1(worker, 1234, 41);
   std::thread t2(worker, 20001, 42);
+  t1.join();
+  t2.join();
+  std::string all;
+  for (auto& f : failures) all += f + "\n";
+  INFO(all);
+  REQUIRE(failures.empty());
+}
+
+TEST_CASE("threads: two threads record concurrently, each only its own work",
+          "[record][threads]") {
+  fresh();
+  // Alone first: the op counts a recording of busy() must have.
+  size_t alone_ops = 0, alone_kernels = 0;
+  {
+    Float x = make_array(ff::ScalarType::Float32, 1000, 51).as<Float>();
+    ff::Recording r = ff::record({x}, [&] { return busy(x); });
+    alone_ops = r.n_ops();
+    alone_kernels = r.n_kernels();
+  }
+  std::mutex m;
+  std::vector<std::string> failures;
+  std::barrier start(2);
+  auto worker = [&](size_t n, uint64_t seed) {
+    try {
+      Float x = make_array(ff::ScalarType::Float32, 1000, seed).as<Float>();
+      start.arrive_and_wait();
+      for (int it = 0; it < 10; ++it) {
+        ff::Recording r = ff::record({x}, [&] { return busy(x); });
+        // Traced work on this thread between recordings is not recorded anywhere else.
+        Float noise = x * 7.f - 1.f;
+        ff::eval(noise);
+        if (r.n_ops() != alone_ops || r.n_kernels() != alone_kernels) {
+          std::lock_guard lock(m);
+          failures.push_back("seed " + std::to_string(seed) + " iteration " +
+                             std::to_string(it) + ": " + r.summary());
+        }
+        Float y = make_array(ff::ScalarType::Float32, n, seed + it).as<Float>();
+        std::vector<HostArray> want = snapshot(busy(y));
+        std::vector<HostArray> got = snapshot(r.replay({y}));
+        for (size_t k = 0; k < want.size(); ++k) {
+          std::string diff = compare(got.at(k), want[k]);
+          if (!diff.empty()) {
+            std::lock_guard lock(m);
+            failures.push_back("seed " + std::to_string(seed) + " output " +
+                               std::to_string(k) + ": " + diff);
+          }
+        }
+      }
+    } catch (const std::exception& e) {
+      std::lock_guard lock(m);
+      failures.push_back("seed " + std::to_string(seed) + " threw: " + e.what());
+    }
+  };
+  std::thread t1(worker, 2222, 61);
+  std::thread t2(worker, 333, 62);
   t1.join();
   t2.join();
   std::string all;

@@ -54,11 +54,13 @@ std::shared_ptr<Buffer> alloc_buffer(ScalarType t, uint64_t size, const SizeExpr
   }
 }
 
-VarId var_from_buffer(std::shared_ptr<Buffer> buffer) {
+VarId var_from_buffer(std::shared_ptr<Buffer> buffer, bool traced) {
   ScalarType t = buffer->type;
   uint64_t n = buffer->size;
   SizeExprPtr leaf = size_leaf(buffer);
   VarId v = new_var(VarKind::Evaluated, t, n, std::move(leaf));
+  if (!traced)
+    --state().n_traced_ops;
   state()[v].buffer = std::move(buffer);
   return v;
 }
@@ -164,16 +166,18 @@ class KernelBuilder {
     return out;
   }
 
-  void check_reports() {
+  /// The first out-of-range report, or an empty string.
+  std::string check_reports() {
     for (auto& r : reports_) {
       uint64_t word = 0;
       r.buffer->device->backend().copy(&word, r.buffer->ptr, 8, CopyKind::DeviceToHost);
       if (word != 0)
-        throw Error(std::string(r.what) + ": index " +
+        return (std::string(r.what) + ": index " +
                     std::to_string(static_cast<int64_t>(word - 1)) +
                     " is out of range for an array of size " + std::to_string(r.bound) +
                     " (FF_DEBUG range check; the access was skipped)");
     }
+    return {};
   }
 
  private:
@@ -252,7 +256,9 @@ struct Group {
   std::vector<size_t> effects;  // indices into the effect list
 };
 
-void launch_group(TracerState& s, Group& g, std::vector<SideEffect>& effects) {
+/// Builds and launches one group's kernel; returns an FF_DEBUG range error, if any (raised
+/// by the caller once the group's bookkeeping is complete).
+std::string launch_group(TracerState& s, Group& g, std::vector<SideEffect>& effects) {
   KernelIR& ir = s.scratch.ir;
   std::vector<KernelArg>& args = s.scratch.args;
   std::vector<SizeNode>& launch_prov = s.scratch.launch_prov;
@@ -289,7 +295,7 @@ void launch_group(TracerState& s, Group& g, std::vector<SideEffect>& effects) {
   backend.launch(kernel, g.size, launch_prov, kb.args(args));
   for (size_t i = 0; i < g.roots.size(); ++i)
     become_evaluated(g.roots[i], std::move(outputs[i]));
-  kb.check_reports();
+  return kb.check_reports();
 }
 
 /// Evaluates `roots` (lazy variables) and every pending scatter.
@@ -311,13 +317,16 @@ void eval_roots(std::span<const VarId> roots) {
     group_for(effects[i].size, effects[i].prov).effects.push_back(i);
 
   std::vector<bool> done(effects.size(), false);
+  std::string range_error;
   try {
     for (Group& g : groups) {
       if (g.size == 0) {  // nothing to compute: empty outputs, no-op scatters
         for (VarId r : g.roots)
           become_evaluated(r, alloc_buffer(s[r].type, 0, s[r].prov.get()));
       } else {
-        launch_group(s, g, effects);
+        std::string e = launch_group(s, g, effects);
+        if (range_error.empty())
+          range_error = std::move(e);
       }
       for (size_t i : g.effects)
         done[i] = true;
@@ -342,6 +351,8 @@ void eval_roots(std::span<const VarId> roots) {
   }
   for (SideEffect& e : s.side_effects)  // only non-empty after a nested failure
     s[e.target].dirty = true;
+  if (!range_error.empty())
+    throw Error(range_error);
 }
 
 }  // namespace

@@ -122,8 +122,9 @@ SizeExprPtr width_expr(VarId v);
 void flush_side_effects();
 /// Evaluates `v` into a buffer (literals are filled): afterwards kind == Evaluated.
 void materialize(VarId v);
-/// A new evaluated variable owning `buffer` (size = buffer->size).
-VarId var_from_buffer(std::shared_ptr<Buffer> buffer);
+/// A new evaluated variable owning `buffer` (size = buffer->size). `traced` = false for
+/// buffers that come from a replay, which traces nothing (they do not count in statistics).
+VarId var_from_buffer(std::shared_ptr<Buffer> buffer, bool traced = true);
 /// Allocates a buffer of `size` elements whose count came from `prov`.
 std::shared_ptr<Buffer> alloc_buffer(ScalarType t, uint64_t size, const SizeExprNode* prov);
 

@@ -4,6 +4,7 @@
 #include "backend/llvm/host_algorithms.h"
 
 #include <algorithm>
+#include <cmath>
 #include <concepts>
 #include <cstring>
 #include <limits>
@@ -30,15 +31,16 @@ const char* op_name(ReduceOp op) {
 
 struct Blocks {
   size_t n_blocks, block_elems;
+  bool wake;  // worth waking sleeping workers (~50 us)
 };
 
 // Blocks of at least `min_elems` elements; one block (no pool) for small arrays.
 Blocks split(const ThreadPool& pool, size_t count, size_t min_elems) {
   if (pool.n_threads() == 1 || count < 2 * min_elems)
-    return {1, count};
+    return {1, count, false};
   size_t n = std::min({kMaxBlocks, size_t{pool.n_threads()} * 4, count / min_elems});
   size_t per = ((count + n - 1) / n + 63) / 64 * 64;
-  return {(count + per - 1) / per, per};
+  return {(count + per - 1) / per, per, count >= 32 * min_elems};
 }
 
 // Runs f(begin, end, block) over the blocks of `count` elements.
@@ -48,10 +50,13 @@ void for_blocks(ThreadPool& pool, const Blocks& b, size_t count, F&& f) {
     f(size_t{0}, count, size_t{0});
     return;
   }
-  pool.parallel_for(b.n_blocks, [&](size_t k) {
-    size_t begin = k * b.block_elems;
-    f(begin, std::min(count, begin + b.block_elems), k);
-  });
+  pool.parallel_for(
+      b.n_blocks,
+      [&](size_t k) {
+        size_t begin = k * b.block_elems;
+        f(begin, std::min(count, begin + b.block_elems), k);
+      },
+      b.wake);
 }
 
 // Integer sums and products wrap: compute them in the unsigned type.
@@ -98,6 +103,26 @@ void reduce_with(ThreadPool& pool, const void* in, size_t count, void* out, T id
   std::memcpy(out, &r, sizeof(T));
 }
 
+/// Like std::fmin/fmax, a min/max over only NaNs is NaN (not the identity the NaN-skipping
+/// loop leaves). Scans only when the result is the identity, and stops at the first number.
+template <class T>
+void nan_if_all_nan(const void* in, size_t count, void* out, T identity) {
+  if constexpr (std::is_floating_point_v<T>) {
+    T r;
+    std::memcpy(&r, out, sizeof(T));
+    if (count == 0 || r != identity)
+      return;
+    const T* p = static_cast<const T*>(in);
+    for (size_t i = 0; i < count; ++i)
+      if (!std::isnan(p[i]))
+        return;
+    r = std::numeric_limits<T>::quiet_NaN();
+    std::memcpy(out, &r, sizeof(T));
+  } else {
+    (void)in, (void)count, (void)out, (void)identity;
+  }
+}
+
 template <class T>
 void reduce_typed(ThreadPool& pool, ReduceOp op, ScalarType type, const void* in, size_t count,
                   void* out) {
@@ -111,11 +136,13 @@ void reduce_typed(ThreadPool& pool, ReduceOp op, ScalarType type, const void* in
     case ReduceOp::Min: {
       // `x < a ? x : a` skips NaN entries (and maps to minps/vpminsd).
       T id = L::has_infinity ? L::infinity() : L::max();
-      return reduce_with<T>(pool, in, count, out, id, [](T a, T x) { return x < a ? x : a; });
+      reduce_with<T>(pool, in, count, out, id, [](T a, T x) { return x < a ? x : a; });
+      return nan_if_all_nan<T>(in, count, out, id);
     }
     case ReduceOp::Max: {
       T id = L::has_infinity ? -L::infinity() : L::lowest();
-      return reduce_with<T>(pool, in, count, out, id, [](T a, T x) { return x > a ? x : a; });
+      reduce_with<T>(pool, in, count, out, id, [](T a, T x) { return x > a ? x : a; });
+      return nan_if_all_nan<T>(in, count, out, id);
     }
     case ReduceOp::And:
     case ReduceOp::Or:

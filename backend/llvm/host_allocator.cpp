@@ -3,6 +3,8 @@
 #include "backend/llvm/host_allocator.h"
 
 #include <bit>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <string>
 
@@ -46,6 +48,13 @@ HostAllocator::SizeClass HostAllocator::size_class(size_t bytes) {
   size_t base = size_t{1} << k, step = base >> 2;
   size_t m = (bytes - base + step - 1) / step;  // 1..4
   return {16 + (k - 10) * 4 + static_cast<unsigned>(m - 1), base + m * step};
+}
+
+HostAllocator::HostAllocator(uint64_t max_cached_bytes) : max_cached_(max_cached_bytes) {
+  if (max_cached_ == 0) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    max_cached_ = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) / 4 : uint64_t{1} << 32;
+  }
 }
 
 HostAllocator::~HostAllocator() { trim(); }
@@ -95,20 +104,24 @@ void HostAllocator::release(void* ptr) noexcept {
   Header* h = header_of(ptr);
   if (h->magic != kLiveMagic) {
     ff::logging::llvm().error("release({}): not a live block of this backend (double release?)",
-                          ptr);
+                              ptr);
     return;
   }
   h->magic = kFreeMagic;
   size_t class_bytes = size_class(h->bytes).bytes;
-  FF_POISON(ptr, class_bytes);
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   bytes_ -= h->bytes;
-  try {
-    free_[h->cls].push_back(ptr);
-    cached_ += class_bytes;
-  } catch (...) {  // the cache could not grow: give the block back instead
-    std::free(h);
+  if (cached_ + class_bytes <= max_cached_) {
+    try {
+      free_[h->cls].push_back(ptr);
+      cached_ += class_bytes;
+      FF_POISON(ptr, class_bytes);  // a use after release trips ASan
+      return;
+    } catch (...) {  // the cache could not grow: free the block instead
+    }
   }
+  lock.unlock();
+  std::free(h);
 }
 
 void HostAllocator::trim() noexcept {

@@ -12,7 +12,9 @@ namespace ff::llvm_backend {
 
 class HostAllocator {
  public:
-  HostAllocator() = default;
+  /// Released blocks are cached up to `max_cached_bytes` in total (0: a quarter of the
+  /// machine's physical memory); beyond it they are freed.
+  explicit HostAllocator(uint64_t max_cached_bytes = 0);
   /// Frees the cached blocks (live blocks are the caller's to release first).
   ~HostAllocator();
   HostAllocator(const HostAllocator&) = delete;
@@ -47,6 +49,7 @@ class HostAllocator {
   mutable std::mutex mutex_;
   std::array<std::vector<void*>, kNumClasses> free_;  // cached blocks (user pointers) per class
   uint64_t bytes_ = 0, peak_ = 0, cached_ = 0;
+  uint64_t max_cached_;
 };
 
 }  // namespace ff::llvm_backend

@@ -68,7 +68,9 @@ KernelCache::KernelCache(const LlvmTuning& tuning, bool background)
     try {
       auto start = std::chrono::steady_clock::now();
       auto jit = std::make_unique<LlvmJit>(tuning_.jit);
-      jit->compile(warm_up_kernel(), tier);
+      // A compile already waiting for the JIT warms LLVM up itself: skip the throw-away one.
+      if (!compile_waiting_.load(std::memory_order_acquire))
+        jit->compile(warm_up_kernel(), tier);
       warm_jit_ = std::move(jit);
       ff::logging::llvm().debug(
           "JIT warm-up took {:.2f} ms",
@@ -95,6 +97,7 @@ KernelCache::~KernelCache() {
 
 LlvmJit& KernelCache::jit_locked() {
   if (warm_up_.joinable()) {
+    compile_waiting_.store(true, std::memory_order_release);
     warm_up_.join();
     if (warm_jit_)
       jit_ = std::move(warm_jit_);

@@ -96,6 +96,7 @@ class KernelCache {
   std::unique_ptr<LlvmJit> jit_;
   std::thread warm_up_;
   std::unique_ptr<LlvmJit> warm_jit_;  // the warm-up thread's result, taken after joining it
+  std::atomic<bool> compile_waiting_{false};  // a compile waits for the warm-up thread
 
   std::mutex tier_mutex_;  // guards the tier-up queue and thread
   std::condition_variable tier_wake_;

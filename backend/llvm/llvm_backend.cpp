@@ -21,6 +21,8 @@ namespace llvm_backend {
 namespace {
 
 constexpr size_t kMinBlockElems = 16384;
+// Sleeping pool workers are woken only for launches this large (waking takes ~50 us).
+constexpr size_t kWakeMinElems = size_t{1} << 20;
 constexpr size_t kStackArgs = 64;
 
 struct LaunchCtx {
@@ -172,7 +174,7 @@ void LlvmBackend::launch(const KernelHandle& kernel, size_t size, SizeProv,
           uint64_t begin = b * x.block;
           x.fn(begin, std::min<uint64_t>(begin + x.block, x.size), x.args);
         },
-        &ctx);
+        &ctx, size >= kWakeMinElems);
   }
   kernels_.note_launch(kernel, *k, size);
 }

@@ -9,6 +9,8 @@
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/IR/DiagnosticInfo.h>
+#include <llvm/IR/DiagnosticPrinter.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Support/MemoryBuffer.h>
@@ -44,6 +46,20 @@ llvm::CodeGenOpt::Level codegen_level(int level) {
     case 3: return llvm::CodeGenOpt::Aggressive;
     default: return llvm::CodeGenOpt::Default;
   }
+}
+
+// LLVM's default handler prints remarks and warnings to stderr (and exits on errors): log
+// them instead, and keep the first error to report after codegen.
+void on_diagnostic(const llvm::DiagnosticInfo& info, void* first_error) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  llvm::DiagnosticPrinterRawOStream printer(os);
+  info.print(printer);
+  auto* error = static_cast<std::string*>(first_error);
+  if (info.getSeverity() == llvm::DS_Error && error->empty())
+    *error = os.str();
+  else
+    ff::logging::llvm().debug("LLVM: {}", os.str());
 }
 
 bool has_feature(const std::string& features, const std::string& name) {
@@ -144,11 +160,15 @@ std::unique_ptr<JitCode> LlvmJit::compile(const KernelIR& ir, Tier tier) {
       cg.tm = take(jtmb.createTargetMachine(), "creating a target machine");
     }
     llvm::LLVMContext ctx;
+    std::string error;
+    ctx.setDiagnosticHandlerCallBack(on_diagnostic, &error);
     auto module = emit_kernel(ir, name, im.target, im.options.loop_style, ctx);
     if (!im.options.passes.empty())
       run_passes(*module, *cg.tm, im.options.passes);
     llvm::orc::SimpleCompiler compiler(*cg.tm);
     object = take(compiler(*module), "generating code for kernel " + name);
+    if (!error.empty())
+      throw BackendError("llvm backend: generating code for kernel " + name + ": " + error);
   }
   llvm::orc::ResourceTrackerSP tracker = im.jit->getMainJITDylib().createResourceTracker();
   if (auto err = im.jit->addObjectFile(tracker, std::move(object)))

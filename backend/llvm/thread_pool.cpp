@@ -1,6 +1,7 @@
-// Fork-join pool. A job is (fn, ctx, n_blocks); threads claim blocks with a CAS on
-// state_ = epoch << 32 | next, so a worker that wakes late can never run a block of a newer job
-// with an older job's function (its claim fails once the epoch or the counter moved on).
+// Fork-join pool. A job lives on its caller's stack and is published through job_; threads claim
+// its blocks with a fetch_add. A worker counts itself in active_ before it reads job_, and the
+// caller, once every block is done, clears job_ and waits for active_ to drain: so no worker
+// can touch a Job after its caller returned (seq_cst orders the two sides, Dekker-style).
 #include "backend/llvm/thread_pool.h"
 
 #include <algorithm>
@@ -51,7 +52,7 @@ void ThreadPool::shutdown() noexcept {
   workers_.clear();
 }
 
-void ThreadPool::run(size_t n_blocks, BlockFn fn, void* ctx) {
+void ThreadPool::run(size_t n_blocks, BlockFn fn, void* ctx, bool wake) {
   if (n_blocks == 0)
     return;
   std::unique_lock lock(submit_, std::defer_lock);
@@ -60,19 +61,22 @@ void ThreadPool::run(size_t n_blocks, BlockFn fn, void* ctx) {
       fn(ctx, b);
     return;
   }
-  fn_.store(fn, std::memory_order_relaxed);
-  ctx_.store(ctx, std::memory_order_relaxed);
-  n_blocks_.store(n_blocks, std::memory_order_relaxed);
-  remaining_.store(n_blocks, std::memory_order_relaxed);
-  uint32_t epoch = epoch_.load(std::memory_order_relaxed) + 1;
-  state_.store(uint64_t{epoch} << 32, std::memory_order_release);
-  epoch_.store(epoch, std::memory_order_seq_cst);
-  if (n_sleeping_.load(std::memory_order_seq_cst) > 0)
+  Job job(fn, ctx, n_blocks);
+  job_.store(&job, std::memory_order_seq_cst);
+  epoch_.fetch_add(1, std::memory_order_seq_cst);
+  if (wake && n_sleeping_.load(std::memory_order_seq_cst) > 0)
     wake_sleepers();
 
-  work_on(epoch);
-  // Blocks other threads claimed may still be running.
-  for (unsigned spins = 0; remaining_.load(std::memory_order_acquire) != 0; ++spins) {
+  work_on(job);
+  // Blocks other threads claimed may still be running; then late workers must leave.
+  for (unsigned spins = 0; job.remaining.load(std::memory_order_acquire) != 0; ++spins) {
+    if (spins < 100000)
+      cpu_relax();
+    else
+      std::this_thread::yield();
+  }
+  job_.store(nullptr, std::memory_order_seq_cst);
+  for (unsigned spins = 0; active_.load(std::memory_order_seq_cst) != 0; ++spins) {
     if (spins < 100000)
       cpu_relax();
     else
@@ -85,32 +89,20 @@ void ThreadPool::wake_sleepers() {
   wake_.notify_all();
 }
 
-bool ThreadPool::work_on(uint32_t epoch) {
-  bool did_work = false;
-  uint64_t s = state_.load(std::memory_order_acquire);
+void ThreadPool::work_on(Job& job) {
   for (;;) {
-    if (static_cast<uint32_t>(s >> 32) != epoch)
-      return did_work;
-    BlockFn fn = fn_.load(std::memory_order_relaxed);
-    void* ctx = ctx_.load(std::memory_order_relaxed);
-    uint64_t n = n_blocks_.load(std::memory_order_relaxed);
-    uint64_t next = s & 0xFFFFFFFFu;
-    if (next >= n)
-      return did_work;
-    if (!state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel,
-                                      std::memory_order_acquire))
-      continue;
-    fn(ctx, next);
-    did_work = true;
-    remaining_.fetch_sub(1, std::memory_order_acq_rel);
-    s = state_.load(std::memory_order_acquire);
+    size_t b = job.next.fetch_add(1, std::memory_order_relaxed);
+    if (b >= job.n_blocks)
+      return;
+    job.fn(job.ctx, b);
+    job.remaining.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 
 void ThreadPool::worker_main() {
   using Clock = std::chrono::steady_clock;
-  // Start from the epoch before any job: a thread that starts late must still notice a job
-  // (or the shutdown) published before it ran.
+  // Start from the epoch before any job: a thread that starts late must still notice the
+  // shutdown (or a job) published before it ran.
   uint32_t seen = 0;
   for (;;) {
     uint32_t epoch;
@@ -131,7 +123,10 @@ void ThreadPool::worker_main() {
     seen = epoch;
     if (stop_.load(std::memory_order_acquire))
       return;
-    work_on(epoch);
+    active_.fetch_add(1, std::memory_order_seq_cst);
+    if (Job* job = job_.load(std::memory_order_seq_cst))
+      work_on(*job);
+    active_.fetch_sub(1, std::memory_order_seq_cst);
   }
 }
 

@@ -303,9 +303,19 @@ inline void check_case(const Case& c) {
     Inputs outs = r.replay(ins);
     ff::Stats s1 = ff::stats();
     Delta d = delta(s0, s1);
+    // Outputs that are neither an input nor a repeat of an earlier output: new arrays the
+    // replay had to hand back (for the diagnosis of a traced_ops difference).
+    size_t fresh_outputs = 0;
+    for (size_t k = 0; k < outs.size(); ++k) {
+      bool seen = false;
+      for (const ff::AnyArray& a : ins) seen = seen || a.id() == outs[k].id();
+      for (size_t j = 0; j < k; ++j) seen = seen || outs[j].id() == outs[k].id();
+      fresh_outputs += !seen;
+    }
     INFO("replay deltas: compiles " << d.compiles << ", launches " << d.launches
                                     << ", traced_ops " << d.traced_ops << ", traced_kernels "
-                                    << d.traced_kernels);
+                                    << d.traced_kernels << "; new output arrays "
+                                    << fresh_outputs);
     if (!first)
       CHECK(d.compiles == 0);
     CHECK(d.traced_kernels == 0);

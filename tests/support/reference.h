@@ -8,10 +8,11 @@
 // overflow, no division by zero): callers keep such lanes out of the data or skip them.
 #pragma once
 
-#include <catch2/catch.hpp>
+#include <freezeframe/freezeframe.h>
 
 #include <algorithm>
 #include <bit>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -27,8 +28,6 @@
 #include <type_traits>
 #include <vector>
 
-#include <freezeframe/freezeframe.h>
-
 namespace fft {
 
 // ---------------------------------------------------------------------------------------
@@ -41,7 +40,7 @@ inline constexpr bool is_float_v = std::is_floating_point_v<T>;
 template <class T>
 inline constexpr bool is_int_v = std::is_integral_v<T> && !is_bool_v<T>;
 template <class T>
-inline constexpr bool is_sint_v = is_int_v<T> && std::is_signed_v<T>;
+inline constexpr bool is_sint_v = is_int_v<T>&& std::is_signed_v<T>;
 template <class T>
 inline constexpr int bits_of = static_cast<int>(sizeof(T) * 8);
 
@@ -51,13 +50,20 @@ using U = std::make_unsigned_t<T>;
 
 template <class T>
 const char* type_name() {
-  if constexpr (std::is_same_v<T, bool>) return "Bool";
-  else if constexpr (std::is_same_v<T, int32_t>) return "Int32";
-  else if constexpr (std::is_same_v<T, uint32_t>) return "UInt32";
-  else if constexpr (std::is_same_v<T, int64_t>) return "Int64";
-  else if constexpr (std::is_same_v<T, uint64_t>) return "UInt64";
-  else if constexpr (std::is_same_v<T, float>) return "Float";
-  else return "Float64";
+  if constexpr (std::is_same_v<T, bool>)
+    return "Bool";
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return "Int32";
+  else if constexpr (std::is_same_v<T, uint32_t>)
+    return "UInt32";
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return "Int64";
+  else if constexpr (std::is_same_v<T, uint64_t>)
+    return "UInt64";
+  else if constexpr (std::is_same_v<T, float>)
+    return "Float";
+  else
+    return "Float64";
 }
 
 /// Calls f.template operator()<T>() for every element type (C++20 templated lambdas).
@@ -88,12 +94,15 @@ std::vector<T> random_vector(size_t n, uint64_t salt, double lo = -100.0, double
   auto g = rng(salt);
   std::vector<T> v(n);
   if constexpr (is_bool_v<T>) {
-    for (size_t i = 0; i < n; ++i) v[i] = (g() >> 17) & 1;
+    for (size_t i = 0; i < n; ++i)
+      v[i] = (g() >> 17) & 1;
   } else if constexpr (is_int_v<T>) {
-    for (size_t i = 0; i < n; ++i) v[i] = static_cast<T>(g());
+    for (size_t i = 0; i < n; ++i)
+      v[i] = static_cast<T>(g());
   } else {
     std::uniform_real_distribution<double> d(lo, hi);
-    for (size_t i = 0; i < n; ++i) v[i] = static_cast<T>(d(g));
+    for (size_t i = 0; i < n; ++i)
+      v[i] = static_cast<T>(d(g));
   }
   return v;
 }
@@ -104,7 +113,8 @@ std::vector<T> random_ints(size_t n, uint64_t salt, int64_t lo, int64_t hi) {
   auto g = rng(salt);
   std::uniform_int_distribution<int64_t> d(lo, hi);
   std::vector<T> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<T>(d(g));
+  for (size_t i = 0; i < n; ++i)
+    v[i] = static_cast<T>(d(g));
   return v;
 }
 
@@ -117,8 +127,10 @@ std::vector<T> exact_sum_vector(size_t n, uint64_t salt) {
   std::uniform_int_distribution<int> d(-4, 4);
   std::vector<T> v(n);
   for (size_t i = 0; i < n; ++i) {
-    if constexpr (is_float_v<T>) v[i] = static_cast<T>(d(g)) / T(4);
-    else v[i] = static_cast<T>(d(g));
+    if constexpr (is_float_v<T>)
+      v[i] = static_cast<T>(d(g)) / T(4);
+    else
+      v[i] = static_cast<T>(d(g));
   }
   return v;
 }
@@ -128,7 +140,8 @@ template <class T>
 ff::Array<T> to_array(const std::vector<T>& v) {
   if constexpr (is_bool_v<T>) {
     std::unique_ptr<bool[]> tmp(new bool[std::max<size_t>(v.size(), 1)]);
-    for (size_t i = 0; i < v.size(); ++i) tmp[i] = v[i];
+    for (size_t i = 0; i < v.size(); ++i)
+      tmp[i] = v[i];
     return ff::Array<bool>::from(std::span<const bool>(tmp.get(), v.size()));
   } else {
     return ff::Array<T>::from(std::span<const T>(v.data(), v.size()));
@@ -140,7 +153,8 @@ template <class T>
 std::vector<T> host(const ff::Array<T>& a) {
   auto got = a.to_vector();
   std::vector<T> out(got.size());
-  for (size_t i = 0; i < got.size(); ++i) out[i] = static_cast<T>(got[i]);
+  for (size_t i = 0; i < got.size(); ++i)
+    out[i] = static_cast<T>(got[i]);
   return out;
 }
 
@@ -155,35 +169,45 @@ typename V::value_type bc(const V& v, size_t i) {
 
 template <class T>
 T r_add(T a, T b) {
-  if constexpr (is_int_v<T>) return static_cast<T>(static_cast<U<T>>(a) + static_cast<U<T>>(b));
-  else return a + b;
+  if constexpr (is_int_v<T>)
+    return static_cast<T>(static_cast<U<T>>(a) + static_cast<U<T>>(b));
+  else
+    return a + b;
 }
 
 template <class T>
 T r_sub(T a, T b) {
-  if constexpr (is_int_v<T>) return static_cast<T>(static_cast<U<T>>(a) - static_cast<U<T>>(b));
-  else return a - b;
+  if constexpr (is_int_v<T>)
+    return static_cast<T>(static_cast<U<T>>(a) - static_cast<U<T>>(b));
+  else
+    return a - b;
 }
 
 template <class T>
 T r_mul(T a, T b) {
-  if constexpr (is_int_v<T>) return static_cast<T>(static_cast<U<T>>(a) * static_cast<U<T>>(b));
-  else return a * b;
+  if constexpr (is_int_v<T>)
+    return static_cast<T>(static_cast<U<T>>(a) * static_cast<U<T>>(b));
+  else
+    return a * b;
 }
 
 template <class T>
 T r_neg(T a) {
-  if constexpr (is_int_v<T>) return static_cast<T>(U<T>(0) - static_cast<U<T>>(a));
-  else return -a;
+  if constexpr (is_int_v<T>)
+    return static_cast<T>(U<T>(0) - static_cast<U<T>>(a));
+  else
+    return -a;
 }
 
 /// True when integer a / b is defined in C++ (b != 0 and not INT_MIN / -1).
 template <class T>
 bool div_defined(T a, T b) {
   if constexpr (is_int_v<T>) {
-    if (b == 0) return false;
+    if (b == 0)
+      return false;
     if constexpr (std::is_signed_v<T>) {
-      if (a == std::numeric_limits<T>::min() && b == T(-1)) return false;
+      if (a == std::numeric_limits<T>::min() && b == T(-1))
+        return false;
     }
   }
   return true;
@@ -213,21 +237,28 @@ T r_shr(T a, T count) {  // arithmetic for signed types, logical for unsigned (C
 
 template <class T>
 T r_abs(T a) {
-  if constexpr (is_sint_v<T>) return a < 0 ? r_neg(a) : a;  // abs(INT_MIN) wraps to INT_MIN
-  else if constexpr (is_int_v<T>) return a;
-  else return std::fabs(a);
+  if constexpr (is_sint_v<T>)
+    return a < 0 ? r_neg(a) : a;  // abs(INT_MIN) wraps to INT_MIN
+  else if constexpr (is_int_v<T>)
+    return a;
+  else
+    return std::fabs(a);
 }
 
 template <class T>
 T r_min(T a, T b) {
-  if constexpr (is_float_v<T>) return std::fmin(a, b);
-  else return std::min(a, b);
+  if constexpr (is_float_v<T>)
+    return std::fmin(a, b);
+  else
+    return std::min(a, b);
 }
 
 template <class T>
 T r_max(T a, T b) {
-  if constexpr (is_float_v<T>) return std::fmax(a, b);
-  else return std::max(a, b);
+  if constexpr (is_float_v<T>)
+    return std::fmax(a, b);
+  else
+    return std::max(a, b);
 }
 
 /// Element conversion with the array semantics of ff::cast.
@@ -238,14 +269,18 @@ To r_cast(From x) {
   } else if constexpr (is_bool_v<From>) {
     return x ? To(1) : To(0);
   } else if constexpr (is_float_v<From> && is_int_v<To>) {
-    if (std::isnan(x)) return To(0);
+    if (std::isnan(x))
+      return To(0);
     // 2^(value bits): the first float value past the top of To's range (exact in float).
     const From top = std::ldexp(From(1), std::numeric_limits<To>::digits);
-    if (x >= top) return std::numeric_limits<To>::max();
+    if (x >= top)
+      return std::numeric_limits<To>::max();
     if constexpr (std::is_signed_v<To>) {
-      if (x < -top) return std::numeric_limits<To>::min();
+      if (x < -top)
+        return std::numeric_limits<To>::min();
     } else {
-      if (x <= From(-1)) return To(0);
+      if (x <= From(-1))
+        return To(0);
     }
     return static_cast<To>(x);  // in range: truncation toward zero
   } else {
@@ -265,23 +300,30 @@ To r_bitcast(From x) {
 template <class T>
 std::string show(T v) {
   std::ostringstream os;
-  if constexpr (is_bool_v<T>) os << (v ? "true" : "false");
-  else if constexpr (is_float_v<T>) os << std::setprecision(std::numeric_limits<T>::max_digits10) << v;
-  else os << +v;
+  if constexpr (is_bool_v<T>)
+    os << (v ? "true" : "false");
+  else if constexpr (is_float_v<T>)
+    os << std::setprecision(std::numeric_limits<T>::max_digits10) << v;
+  else
+    os << +v;
   return os.str();
 }
 
 template <class T>
 bool same_value(T a, T b) {
-  if constexpr (is_float_v<T>) return (std::isnan(a) && std::isnan(b)) || a == b;
-  else return a == b;
+  if constexpr (is_float_v<T>)
+    return (std::isnan(a) && std::isnan(b)) || a == b;
+  else
+    return a == b;
 }
 
 template <class T>
 bool near_value(T got, T want, double rel, double abs_tol) {
-  if (same_value(got, want)) return true;
+  if (same_value(got, want))
+    return true;
   if constexpr (is_float_v<T>) {
-    if (std::isnan(got) || std::isnan(want) || std::isinf(got) || std::isinf(want)) return false;
+    if (std::isnan(got) || std::isnan(want) || std::isinf(got) || std::isinf(want))
+      return false;
     const double d = std::fabs(static_cast<double>(got) - static_cast<double>(want));
     return d <= abs_tol + rel * std::fabs(static_cast<double>(want));
   } else {
@@ -305,16 +347,20 @@ void check_all(const std::string& what, const std::vector<T>& got, size_t n, Wan
   for (size_t i = 0; i < n; ++i) {
     const auto wo = want(i);
     if constexpr (std::is_same_v<std::decay_t<decltype(wo)>, std::optional<T>>) {
-      if (!wo) continue;  // lane with an unspecified result: anything goes
+      if (!wo)
+        continue;  // lane with an unspecified result: anything goes
     }
     const T w = static_cast<T>(*std::optional<T>(wo));
     if (!pred(got[i], w)) {
-      if (bad < 5) first << "\n  [" << i << "] got " << show(got[i]) << ", expected " << show(w);
+      if (bad < 5)
+        first << "\n  [" << i << "] got " << show(got[i]) << ", expected " << show(w);
       ++bad;
     }
   }
-  if (bad != 0) FAIL_CHECK(bad << " of " << n << " elements differ:" << first.str());
-  else SUCCEED();
+  if (bad != 0)
+    FAIL_CHECK(bad << " of " << n << " elements differ:" << first.str());
+  else
+    SUCCEED();
 }
 
 /// Exact comparison (NaN equals NaN).
@@ -337,8 +383,7 @@ constexpr double default_rel() {
 template <class T, class Want>
 void check_near(const std::string& what, const ff::Array<T>& a, size_t n, Want&& want,
                 double rel = default_rel<T>(), double abs_tol = 0.0) {
-  check_all(what, host(a), n, want,
-            [&](T g, T w) { return near_value(g, w, rel, abs_tol); });
+  check_all(what, host(a), n, want, [&](T g, T w) { return near_value(g, w, rel, abs_tol); });
 }
 
 /// Reads a size-1 array's only element.
