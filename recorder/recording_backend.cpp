@@ -195,6 +195,16 @@ void RecordingBackend::for_each_scope(F&& f) {
   }
 }
 
+template <class F>
+auto RecordingBackend::forward(const char* what, F&& call) {
+  try {
+    return call();
+  } catch (const std::exception& e) {
+    for_each_scope([&](Scope& s) { s.fail(std::string(what) + " failed: " + e.what()); });
+    throw;
+  }
+}
+
 Scope* RecordingBackend::open_scope(std::span<const InputBinding> inputs) {
   auto scope = std::make_unique<Scope>();
   scope->owner = this;
@@ -317,12 +327,7 @@ void RecordingBackend::copy(void* dst, const void* src, size_t bytes, CopyKind k
                           " before anything wrote it");
     }
   });
-  try {
-    inner_->copy(dst, src, bytes, kind);
-  } catch (const std::exception& e) {
-    for_each_scope([&](Scope& s) { s.fail(std::string("copy failed: ") + e.what()); });
-    throw;
-  }
+  forward("copy", [&] { inner_->copy(dst, src, bytes, kind); });
   for_each_scope([&](Scope& s) {
     Op op;
     op.code = OpCode::Copy;
@@ -378,12 +383,7 @@ void RecordingBackend::fill(void* ptr, size_t count, uint32_t elem_size, uint64_
       throw FreezeError("a fill writes to a buffer that is neither an input nor created inside "
                         "the recording");
   });
-  try {
-    inner_->fill(ptr, count, elem_size, value);
-  } catch (const std::exception& e) {
-    for_each_scope([&](Scope& s) { s.fail(std::string("fill failed: ") + e.what()); });
-    throw;
-  }
+  forward("fill", [&] { inner_->fill(ptr, count, elem_size, value); });
   for_each_scope([&](Scope& s) {
     auto d = s.resolve(ptr, type_of_width(elem_size), count * elem_size);
     Op op;
@@ -430,12 +430,7 @@ void RecordingBackend::launch(const KernelHandle& kernel, size_t size, SizeProv 
                           " before anything wrote it");
     }
   });
-  try {
-    inner_->launch(kernel, size, prov, args);
-  } catch (const std::exception& e) {
-    for_each_scope([&](Scope& s) { s.fail(std::string("launch failed: ") + e.what()); });
-    throw;
-  }
+  forward("launch", [&] { inner_->launch(kernel, size, prov, args); });
   for_each_scope([&](Scope& s) {
     Op op;
     op.code = OpCode::Launch;
@@ -518,12 +513,7 @@ void RecordingBackend::reduce(ReduceOp rop, ScalarType type, const void* in, siz
   if (!active())
     return inner_->reduce(rop, type, in, count, out);
   for_each_scope([&](Scope& s) { check_whole_array_op(s, "reduce", in, out); });
-  try {
-    inner_->reduce(rop, type, in, count, out);
-  } catch (const std::exception& e) {
-    for_each_scope([&](Scope& s) { s.fail(std::string("reduce failed: ") + e.what()); });
-    throw;
-  }
+  forward("reduce", [&] { inner_->reduce(rop, type, in, count, out); });
   for_each_scope([&](Scope& s) {
     auto [op, live] = record_whole_array_op(s, OpCode::Reduce, type, in, count, out, 1);
     op->sub = static_cast<uint8_t>(rop);
@@ -536,12 +526,7 @@ void RecordingBackend::prefix_sum(ScalarType type, bool exclusive, const void* i
   if (!active())
     return inner_->prefix_sum(type, exclusive, in, count, out);
   for_each_scope([&](Scope& s) { check_whole_array_op(s, "prefix_sum", in, out); });
-  try {
-    inner_->prefix_sum(type, exclusive, in, count, out);
-  } catch (const std::exception& e) {
-    for_each_scope([&](Scope& s) { s.fail(std::string("prefix_sum failed: ") + e.what()); });
-    throw;
-  }
+  forward("prefix_sum", [&] { inner_->prefix_sum(type, exclusive, in, count, out); });
   for_each_scope([&](Scope& s) {
     auto [op, live] =
         record_whole_array_op(s, OpCode::PrefixSum, type, in, count, out, count);
@@ -554,13 +539,7 @@ size_t RecordingBackend::compress(const void* mask, size_t count, void* out) {
   if (!active())
     return inner_->compress(mask, count, out);
   for_each_scope([&](Scope& s) { check_whole_array_op(s, "compress", mask, out); });
-  size_t n;
-  try {
-    n = inner_->compress(mask, count, out);
-  } catch (const std::exception& e) {
-    for_each_scope([&](Scope& s) { s.fail(std::string("compress failed: ") + e.what()); });
-    throw;
-  }
+  size_t n = forward("compress", [&] { return inner_->compress(mask, count, out); });
   for_each_scope([&](Scope& s) {
     auto h = s.resolve(mask, ScalarType::Bool, count);
     auto d = s.resolve(out, ScalarType::UInt32, count * 4);

@@ -68,6 +68,9 @@ class RecordingBackend final : public Backend {
  private:
   template <class F>
   void for_each_scope(F&& f);
+  /// Runs the inner call; if it throws, marks every open scope failed and rethrows.
+  template <class F>
+  auto forward(const char* what, F&& call);
   bool active() const;
 
   std::unique_ptr<Backend> inner_;

@@ -96,15 +96,7 @@ void Run::check_guards(uint32_t begin, uint32_t end) {
     const rec::Guard& g = d_.guards[plan_.guard_order[k]];
     uint64_t a = rec::evaluate(d_, g.lhs, s_.size, "guard");
     uint64_t b = rec::evaluate(d_, g.rhs, s_.size, "guard");
-    bool outcome = false;
-    switch (g.cmp) {
-      case SizeCmp::Eq: outcome = a == b; break;
-      case SizeCmp::Ne: outcome = a != b; break;
-      case SizeCmp::Lt: outcome = a < b; break;
-      case SizeCmp::Le: outcome = a <= b; break;
-      case SizeCmp::Gt: outcome = a > b; break;
-      case SizeCmp::Ge: outcome = a >= b; break;
-    }
+    bool outcome = compare(g.cmp, a, b);
     if (outcome != g.outcome)
       throw GuardError("recorded size guard " + std::to_string(plan_.guard_order[k]) + " (" +
                        g.what + ": " + rec::expr_to_string(d_, g.lhs) + " " + to_string(g.cmp) +

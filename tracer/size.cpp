@@ -66,15 +66,7 @@ Size combine(SizeOp op, const Size& a, const Size& b, uint64_t value) {
 
 bool compare(SizeCmp cmp, const Size& a, const Size& b, const char* what) {
   uint64_t x = a.value(), y = b.value();
-  bool outcome = false;
-  switch (cmp) {
-    case SizeCmp::Eq: outcome = x == y; break;
-    case SizeCmp::Ne: outcome = x != y; break;
-    case SizeCmp::Lt: outcome = x < y; break;
-    case SizeCmp::Le: outcome = x <= y; break;
-    case SizeCmp::Gt: outcome = x > y; break;
-    case SizeCmp::Ge: outcome = x >= y; break;
-  }
+  bool outcome = ff::compare(cmp, x, y);
   if (a.has_provenance() || b.has_provenance()) {
     std::vector<SizeNode>& lhs = state().scratch.guard_lhs;
     std::vector<SizeNode>& rhs = state().scratch.guard_rhs;

@@ -35,6 +35,19 @@ using SizeProv = std::span<const SizeNode>;
 enum class SizeCmp : uint8_t { Eq = 0, Ne = 1, Lt = 2, Le = 3, Gt = 4, Ge = 5 };
 const char* to_string(SizeCmp c);
 
+/// Evaluates `a cmp b`.
+constexpr bool compare(SizeCmp cmp, uint64_t a, uint64_t b) {
+  switch (cmp) {
+    case SizeCmp::Eq: return a == b;
+    case SizeCmp::Ne: return a != b;
+    case SizeCmp::Lt: return a < b;
+    case SizeCmp::Le: return a <= b;
+    case SizeCmp::Gt: return a > b;
+    case SizeCmp::Ge: return a >= b;
+  }
+  return false;
+}
+
 /// A size decision the tracer or user code made: `lhs cmp rhs` had outcome `outcome`.
 struct SizeGuard {
   SizeCmp cmp;

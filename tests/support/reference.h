@@ -331,12 +331,19 @@ bool near_value(T got, T want, double rel, double abs_tol) {
   }
 }
 
-/// Compares got[i] against want(i) for every i with pred (want may return std::optional<T>:
-/// nullopt marks a lane whose value is unspecified); one Catch assertion summarising the
-/// mismatches (count, first few indices, values), so million-element checks stay cheap.
-template <class T, class Want, class Pred>
-void check_all(const std::string& what, const std::vector<T>& got, size_t n, Want&& want,
-               Pred&& pred) {
+/// How results are compared: exactly (NaN equals NaN), or within rel * |want| + abs.
+struct Tolerance {
+  bool exact = true;
+  double rel = 0.0, abs = 0.0;
+};
+
+/// Compares got against want where defined[i] (empty: everywhere), with one Catch assertion
+/// summarising the mismatches (count, first few indices, values), so million-element checks
+/// stay cheap. Instantiated once per element type: the per-check lambdas only fill `want`.
+template <class T>
+void compare(const std::string& what, const std::vector<T>& got, const std::vector<T>& want,
+             const std::vector<uint8_t>& defined, Tolerance tol) {
+  const size_t n = want.size();
   INFO(what << " [" << type_name<T>() << ", n = " << n << "]");
   if (got.size() != n) {
     FAIL_CHECK("size: got " << got.size() << ", expected " << n);
@@ -345,15 +352,13 @@ void check_all(const std::string& what, const std::vector<T>& got, size_t n, Wan
   size_t bad = 0;
   std::ostringstream first;
   for (size_t i = 0; i < n; ++i) {
-    const auto wo = want(i);
-    if constexpr (std::is_same_v<std::decay_t<decltype(wo)>, std::optional<T>>) {
-      if (!wo)
-        continue;  // lane with an unspecified result: anything goes
-    }
-    const T w = static_cast<T>(*std::optional<T>(wo));
-    if (!pred(got[i], w)) {
+    if (!defined.empty() && !defined[i])
+      continue;  // a lane with an unspecified result: anything goes
+    const bool ok = tol.exact ? same_value<T>(got[i], want[i])
+                              : near_value<T>(got[i], want[i], tol.rel, tol.abs);
+    if (!ok) {
       if (bad < 5)
-        first << "\n  [" << i << "] got " << show(got[i]) << ", expected " << show(w);
+        first << "\n  [" << i << "] got " << show<T>(got[i]) << ", expected " << show<T>(want[i]);
       ++bad;
     }
   }
@@ -363,15 +368,38 @@ void check_all(const std::string& what, const std::vector<T>& got, size_t n, Wan
     SUCCEED();
 }
 
+/// Compares got[i] against want(i) for i < n; want may return std::optional<T>, where
+/// nullopt marks a lane whose value is unspecified.
+template <class T, class Want>
+void check_all(const std::string& what, const std::vector<T>& got, size_t n, Want&& want,
+               Tolerance tol) {
+  std::vector<T> w(n);
+  std::vector<uint8_t> defined;
+  for (size_t i = 0; i < n; ++i) {
+    auto wo = want(i);
+    if constexpr (std::is_same_v<std::decay_t<decltype(wo)>, std::optional<T>>) {
+      if (defined.empty())
+        defined.assign(n, 1);
+      if (wo)
+        w[i] = *wo;
+      else
+        defined[i] = 0;
+    } else {
+      w[i] = static_cast<T>(wo);
+    }
+  }
+  compare(what, got, w, defined, tol);
+}
+
 /// Exact comparison (NaN equals NaN).
 template <class T, class Want>
 void check_exact(const std::string& what, const ff::Array<T>& a, size_t n, Want&& want) {
-  check_all(what, host(a), n, want, [](T g, T w) { return same_value(g, w); });
+  check_all(what, host(a), n, want, Tolerance{});
 }
 
 template <class T>
 void check_exact(const std::string& what, const ff::Array<T>& a, const std::vector<T>& want) {
-  check_exact(what, a, want.size(), [&](size_t i) { return static_cast<T>(want[i]); });
+  compare(what, host(a), want, {}, Tolerance{});
 }
 
 /// Relative tolerance for transcendental functions and division.
@@ -383,7 +411,7 @@ constexpr double default_rel() {
 template <class T, class Want>
 void check_near(const std::string& what, const ff::Array<T>& a, size_t n, Want&& want,
                 double rel = default_rel<T>(), double abs_tol = 0.0) {
-  check_all(what, host(a), n, want, [&](T g, T w) { return near_value(g, w, rel, abs_tol); });
+  check_all(what, host(a), n, want, Tolerance{false, rel, abs_tol});
 }
 
 /// Reads a size-1 array's only element.
