@@ -48,8 +48,11 @@ struct BackendStats {
 class CompiledKernel {
  public:
   virtual ~CompiledKernel() = default;
+
   const Hash128& hash() const { return ir_->hash; }
+
   const KernelIR& ir() const { return *ir_; }
+
   const std::shared_ptr<const KernelIR>& ir_ptr() const { return ir_; }
 
  protected:
@@ -58,6 +61,7 @@ class CompiledKernel {
  private:
   std::shared_ptr<const KernelIR> ir_;
 };
+
 using KernelHandle = std::shared_ptr<const CompiledKernel>;
 
 /// One kernel argument: a buffer pointer or a scalar bit pattern, in parameter order. A

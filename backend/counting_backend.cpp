@@ -4,20 +4,30 @@
 namespace ff {
 
 namespace {
-void bump(std::atomic<uint64_t>& c) { c.fetch_add(1, std::memory_order_relaxed); }
+void bump(std::atomic<uint64_t>& c) {
+  c.fetch_add(1, std::memory_order_relaxed);
+}
 }  // namespace
 
 CallCounts CountingBackend::counts() const {
   CallCounts c;
-  c.alloc = n_.alloc; c.release = n_.release; c.copy = n_.copy; c.fill = n_.fill;
-  c.compile = n_.compile; c.launch = n_.launch; c.reduce = n_.reduce;
-  c.prefix_sum = n_.prefix_sum; c.compress = n_.compress; c.sync = n_.sync; c.guard = n_.guard;
+  c.alloc = n_.alloc;
+  c.release = n_.release;
+  c.copy = n_.copy;
+  c.fill = n_.fill;
+  c.compile = n_.compile;
+  c.launch = n_.launch;
+  c.reduce = n_.reduce;
+  c.prefix_sum = n_.prefix_sum;
+  c.compress = n_.compress;
+  c.sync = n_.sync;
+  c.guard = n_.guard;
   return c;
 }
 
 void CountingBackend::reset_counts() {
-  for (auto* c : {&n_.alloc, &n_.release, &n_.copy, &n_.fill, &n_.compile, &n_.launch,
-                  &n_.reduce, &n_.prefix_sum, &n_.compress, &n_.sync, &n_.guard})
+  for (auto* c : {&n_.alloc, &n_.release, &n_.copy, &n_.fill, &n_.compile, &n_.launch, &n_.reduce,
+                  &n_.prefix_sum, &n_.compress, &n_.sync, &n_.guard})
     c->store(0);
 }
 
@@ -25,45 +35,55 @@ void* CountingBackend::alloc(ScalarType type, size_t count, SizeProv prov) {
   bump(n_.alloc);
   return inner_->alloc(type, count, prov);
 }
+
 void CountingBackend::release(void* ptr) noexcept {
   bump(n_.release);
   inner_->release(ptr);
 }
+
 void CountingBackend::copy(void* dst, const void* src, size_t bytes, CopyKind kind) {
   bump(n_.copy);
   inner_->copy(dst, src, bytes, kind);
 }
+
 void CountingBackend::fill(void* ptr, size_t count, uint32_t elem_size, uint64_t value) {
   bump(n_.fill);
   inner_->fill(ptr, count, elem_size, value);
 }
+
 KernelHandle CountingBackend::compile(const KernelIR& ir) {
   bump(n_.compile);
   return inner_->compile(ir);
 }
+
 void CountingBackend::launch(const KernelHandle& kernel, size_t size, SizeProv prov,
                              std::span<const KernelArg> args) {
   bump(n_.launch);
   inner_->launch(kernel, size, prov, args);
 }
+
 void CountingBackend::reduce(ReduceOp op, ScalarType type, const void* in, size_t count,
                              void* out) {
   bump(n_.reduce);
   inner_->reduce(op, type, in, count, out);
 }
+
 void CountingBackend::prefix_sum(ScalarType type, bool exclusive, const void* in, size_t count,
                                  void* out) {
   bump(n_.prefix_sum);
   inner_->prefix_sum(type, exclusive, in, count, out);
 }
+
 size_t CountingBackend::compress(const void* mask, size_t count, void* out) {
   bump(n_.compress);
   return inner_->compress(mask, count, out);
 }
+
 void CountingBackend::sync() {
   bump(n_.sync);
   inner_->sync();
 }
+
 void CountingBackend::guard(const SizeGuard& guard, bool outcome) {
   bump(n_.guard);
   inner_->guard(guard, outcome);

@@ -16,19 +16,26 @@ struct CallCounts {
 class CountingBackend final : public Backend {
  public:
   explicit CountingBackend(std::unique_ptr<Backend> inner) : inner_(std::move(inner)) {}
+
   Backend& inner() { return *inner_; }
+
   CallCounts counts() const;
   void reset_counts();
 
   std::string name() const override { return "count:" + inner_->name(); }
+
   void* alloc(ScalarType type, size_t count, SizeProv prov) override;
   void release(void* ptr) noexcept override;
   void copy(void* dst, const void* src, size_t bytes, CopyKind kind) override;
   void fill(void* ptr, size_t count, uint32_t elem_size, uint64_t value) override;
   KernelHandle compile(const KernelIR& ir) override;
+
   void flush_kernels() override { inner_->flush_kernels(); }
+
   BackendStats stats() const override { return inner_->stats(); }
+
   void reset_peak() override { inner_->reset_peak(); }
+
   void launch(const KernelHandle& kernel, size_t size, SizeProv prov,
               std::span<const KernelArg> args) override;
   void reduce(ReduceOp op, ScalarType type, const void* in, size_t count, void* out) override;
@@ -40,9 +47,10 @@ class CountingBackend final : public Backend {
 
  private:
   std::unique_ptr<Backend> inner_;
+
   struct Atomic {
-    std::atomic<uint64_t> alloc{0}, release{0}, copy{0}, fill{0}, compile{0}, launch{0},
-        reduce{0}, prefix_sum{0}, compress{0}, sync{0}, guard{0};
+    std::atomic<uint64_t> alloc{0}, release{0}, copy{0}, fill{0}, compile{0}, launch{0}, reduce{0},
+        prefix_sum{0}, compress{0}, sync{0}, guard{0};
   } n_;
 };
 

@@ -48,16 +48,23 @@ std::unique_ptr<Backend> BackendRegistry::create(std::string_view spec,
 }
 
 static void register_builtin_backends(BackendRegistry& r) {
-  r.add("llvm", [](const BackendOptions& o, std::unique_ptr<Backend>) {
-    return create_llvm_backend(o);
-  }, false);
-  r.add("record", [](const BackendOptions&, std::unique_ptr<Backend> inner) {
-    return std::unique_ptr<Backend>(
-        std::make_unique<rec::RecordingBackend>(std::move(inner), /*capture_session=*/true));
-  }, true);
-  r.add("count", [](const BackendOptions&, std::unique_ptr<Backend> inner) {
-    return std::unique_ptr<Backend>(std::make_unique<CountingBackend>(std::move(inner)));
-  }, true);
+  r.add(
+      "llvm",
+      [](const BackendOptions& o, std::unique_ptr<Backend>) { return create_llvm_backend(o); },
+      false);
+  r.add(
+      "record",
+      [](const BackendOptions&, std::unique_ptr<Backend> inner) {
+        return std::unique_ptr<Backend>(
+            std::make_unique<rec::RecordingBackend>(std::move(inner), /*capture_session=*/true));
+      },
+      true);
+  r.add(
+      "count",
+      [](const BackendOptions&, std::unique_ptr<Backend> inner) {
+        return std::unique_ptr<Backend>(std::make_unique<CountingBackend>(std::move(inner)));
+      },
+      true);
 }
 
 BackendRegistry& backend_registry() {

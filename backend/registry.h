@@ -33,6 +33,7 @@ class BackendRegistry {
     BackendFactory factory;
     bool is_decorator;
   };
+
   std::map<std::string, Entry, std::less<>> entries_;
 };
 

@@ -48,9 +48,9 @@ void traced(benchmark::State& st, size_t n, int n_ops, int every, int per) {
     ff::sync();
     benchmark::DoNotOptimize(r.id());
   }
-  st.counters["us_per_item"] = benchmark::Counter(
-      static_cast<double>(st.iterations()) * per, benchmark::Counter::kIsRate |
-                                                    benchmark::Counter::kInvert);
+  st.counters["us_per_item"] =
+      benchmark::Counter(static_cast<double>(st.iterations()) * per,
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
 void replayed(benchmark::State& st, size_t n, int n_ops, int every, int per) {
@@ -67,16 +67,30 @@ void replayed(benchmark::State& st, size_t n, int n_ops, int every, int per) {
   }
   if (ff::stats().compiles != compiles)
     st.SkipWithError("replay compiled kernels");
-  st.counters["us_per_item"] = benchmark::Counter(
-      static_cast<double>(st.iterations()) * per, benchmark::Counter::kIsRate |
-                                                    benchmark::Counter::kInvert);
+  st.counters["us_per_item"] =
+      benchmark::Counter(static_cast<double>(st.iterations()) * per,
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
-void BM_W1_traced(benchmark::State& st) { traced(st, ff_bench::kW1Size, 100, 10, 1); }
-void BM_W1_replay(benchmark::State& st) { replayed(st, ff_bench::kW1Size, 100, 10, 1); }
-void BM_W3_traced(benchmark::State& st) { traced(st, ff_bench::kW3Size, 100, 1, 100); }
-void BM_W3_replay(benchmark::State& st) { replayed(st, ff_bench::kW3Size, 100, 1, 100); }
-void BM_W2_replay(benchmark::State& st) { replayed(st, g_w2_size, 10, 10, 1); }
+void BM_W1_traced(benchmark::State& st) {
+  traced(st, ff_bench::kW1Size, 100, 10, 1);
+}
+
+void BM_W1_replay(benchmark::State& st) {
+  replayed(st, ff_bench::kW1Size, 100, 10, 1);
+}
+
+void BM_W3_traced(benchmark::State& st) {
+  traced(st, ff_bench::kW3Size, 100, 1, 100);
+}
+
+void BM_W3_replay(benchmark::State& st) {
+  replayed(st, ff_bench::kW3Size, 100, 1, 100);
+}
+
+void BM_W2_replay(benchmark::State& st) {
+  replayed(st, g_w2_size, 10, 10, 1);
+}
 
 void BM_W2_hand_loop(benchmark::State& st) {
   auto host = ff_bench::make_input(g_w2_size);
@@ -151,20 +165,26 @@ class Summary : public benchmark::ConsoleReporter {
                 w2r * 1e3, gbs, w2h * 1e3, w2h / w2r);
     double pb = get("BM_passthrough_bare", "ns_per_call");
     double pr = get("BM_passthrough_recorder", "ns_per_call");
-    std::printf("pass-through: bare %.1f ns/call, through the recorder (no scope) %.1f ns/call: "
-                "+%.1f ns per backend call\n",
-                pb, pr, pr - pb);
+    std::printf(
+        "pass-through: bare %.1f ns/call, through the recorder (no scope) %.1f ns/call: "
+        "+%.1f ns per backend call\n",
+        pb, pr, pr - pb);
   }
 
  private:
   static double unit_seconds(benchmark::TimeUnit u) {
     switch (u) {
-      case benchmark::kNanosecond: return 1e-9;
-      case benchmark::kMicrosecond: return 1e-6;
-      case benchmark::kMillisecond: return 1e-3;
-      default: return 1;
+      case benchmark::kNanosecond:
+        return 1e-9;
+      case benchmark::kMicrosecond:
+        return 1e-6;
+      case benchmark::kMillisecond:
+        return 1e-3;
+      default:
+        return 1;
     }
   }
+
   std::map<std::string, std::map<std::string, double>> results_;
 };
 
@@ -188,7 +208,10 @@ int main(int argc, char** argv) {
                           {"BM_W2_hand_loop", &BM_W2_hand_loop},
                           {"BM_passthrough_bare", &BM_passthrough_bare},
                           {"BM_passthrough_recorder", &BM_passthrough_recorder}})
-    benchmark::RegisterBenchmark(name, fn)->Repetitions(5)->ReportAggregatesOnly(true)->UseRealTime();
+    benchmark::RegisterBenchmark(name, fn)
+        ->Repetitions(5)
+        ->ReportAggregatesOnly(true)
+        ->UseRealTime();
   benchmark::Initialize(&argc, argv);
   Summary reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);

@@ -19,6 +19,8 @@ Hash128 hash128(std::span<const std::byte> bytes) {
   return {h.low64, h.high64};
 }
 
-uint64_t hash64(std::span<const std::byte> bytes) { return XXH3_64bits(bytes.data(), bytes.size()); }
+uint64_t hash64(std::span<const std::byte> bytes) {
+  return XXH3_64bits(bytes.data(), bytes.size());
+}
 
 }  // namespace ff

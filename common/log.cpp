@@ -29,10 +29,10 @@ spdlog::logger& get(const char* name) {
 
 }  // namespace
 
-#define FF_DEFINE_LOGGER(fn, name)  \
-  spdlog::logger& fn() {            \
+#define FF_DEFINE_LOGGER(fn, name)        \
+  spdlog::logger& fn() {                  \
     static spdlog::logger& l = get(name); \
-    return l;                       \
+    return l;                             \
   }
 FF_DEFINE_LOGGER(tracer, "ff.tracer")
 FF_DEFINE_LOGGER(llvm, "ff.llvm")
@@ -44,7 +44,13 @@ FF_DEFINE_LOGGER(format, "ff.format")
 #undef FF_DEFINE_LOGGER
 
 static void touch_all() {
-  tracer(); llvm(); cuda(); backend(); record(); replay(); format();
+  tracer();
+  llvm();
+  cuda();
+  backend();
+  record();
+  replay();
+  format();
 }
 
 void set_all_levels(spdlog::level::level_enum level) {
@@ -78,8 +84,10 @@ void apply_level_spec(std::string_view spec) {
   }
   spdlog::cfg::helpers::load_levels(s);
   for (auto& u : unknown)
-    tracer().warn("FF_LOG_LEVEL: unknown level name '{}' (expected trace, debug, info, warn, error, "
-                  "critical or off)", u);
+    tracer().warn(
+        "FF_LOG_LEVEL: unknown level name '{}' (expected trace, debug, info, warn, error, "
+        "critical or off)",
+        u);
 }
 
 }  // namespace ff::logging

@@ -35,6 +35,7 @@ const std::shared_ptr<Buffer>& evaluated_buffer(VarId v) {
 
 struct DepthGuard {
   DepthGuard() { ++recording_depth(); }
+
   ~DepthGuard() { --recording_depth(); }
 };
 
@@ -47,14 +48,37 @@ Recording::Recording() : state_(std::make_shared<detail::RecordingState>()) {
 
 Recording::Recording(std::shared_ptr<detail::RecordingState> state) : state_(std::move(state)) {}
 
-size_t Recording::n_ops() const { return state_->data->ops.size(); }
-size_t Recording::n_kernels() const { return state_->data->kernels.size(); }
-size_t Recording::n_inputs() const { return state_->data->inputs.size(); }
-size_t Recording::n_outputs() const { return state_->data->outputs.size(); }
-size_t Recording::n_slots() const { return state_->data->slots.size(); }
-size_t Recording::n_guards() const { return state_->data->guards.size(); }
-std::string Recording::summary() const { return state_->data->summary(); }
-std::string Recording::to_string() const { return rec::to_text(*state_->data); }
+size_t Recording::n_ops() const {
+  return state_->data->ops.size();
+}
+
+size_t Recording::n_kernels() const {
+  return state_->data->kernels.size();
+}
+
+size_t Recording::n_inputs() const {
+  return state_->data->inputs.size();
+}
+
+size_t Recording::n_outputs() const {
+  return state_->data->outputs.size();
+}
+
+size_t Recording::n_slots() const {
+  return state_->data->slots.size();
+}
+
+size_t Recording::n_guards() const {
+  return state_->data->guards.size();
+}
+
+std::string Recording::summary() const {
+  return state_->data->summary();
+}
+
+std::string Recording::to_string() const {
+  return rec::to_text(*state_->data);
+}
 
 Recording record(const std::vector<AnyArray>& inputs,
                  const std::function<std::vector<AnyArray>()>& fn) {
@@ -129,7 +153,8 @@ std::vector<AnyArray> Recording::replay(const std::vector<AnyArray>& inputs) con
           backend.release(o.ptr);
           throw;
         }
-        result.push_back(AnyArray::steal(var_from_buffer(std::move(buffer), /*traced=*/false), o.type));
+        result.push_back(
+            AnyArray::steal(var_from_buffer(std::move(buffer), /*traced=*/false), o.type));
       }
     }
   } catch (...) {
@@ -145,9 +170,10 @@ Recording capture() {
   using namespace detail;
   auto* rb = dynamic_cast<rec::RecordingBackend*>(&current_device()->backend());
   if (!rb || !rb->is_capturing())
-    throw Error("ff::capture() needs a capturing backend stack, e.g. ff::init(\"record:llvm\") "
-                "or FF_BACKEND=record:llvm; the current stack is '" +
-                current_device()->backend().name() + "'");
+    throw Error(
+        "ff::capture() needs a capturing backend stack, e.g. ff::init(\"record:llvm\") "
+        "or FF_BACKEND=record:llvm; the current stack is '" +
+        current_device()->backend().name() + "'");
   auto state = std::make_shared<RecordingState>();
   state->data = std::make_shared<rec::RecordingData>(rb->capture_snapshot());
   return Recording(std::move(state));

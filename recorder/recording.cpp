@@ -11,17 +11,19 @@ namespace ff::rec {
 
 const char* to_string(SlotOrigin o) {
   switch (o) {
-    case SlotOrigin::Input: return "input";
-    case SlotOrigin::Alloc: return "alloc";
-    case SlotOrigin::External: return "external";
+    case SlotOrigin::Input:
+      return "input";
+    case SlotOrigin::Alloc:
+      return "alloc";
+    case SlotOrigin::External:
+      return "external";
   }
   return "invalid-origin";
 }
 
 const char* to_string(OpCode c) {
-  static const char* const names[kNumOpCodes] = {"alloc",  "release",    "copy",
-                                                 "fill",   "launch",     "reduce",
-                                                 "prefix_sum", "compress", "sync"};
+  static const char* const names[kNumOpCodes] = {
+      "alloc", "release", "copy", "fill", "launch", "reduce", "prefix_sum", "compress", "sync"};
   auto i = static_cast<unsigned>(c);
   return i < kNumOpCodes ? names[i] : "invalid-op";
 }
@@ -41,15 +43,23 @@ void RecordingData::validate() const {
     const ExprNode& n = exprs[i];
     std::string where = "size expression " + std::to_string(i);
     switch (n.op) {
-      case SizeOp::Const: break;
-      case SizeOp::BufferSize: check_slot(n.slot, where); break;
-      case SizeOp::Add: case SizeOp::Sub: case SizeOp::Mul: case SizeOp::Div:
-      case SizeOp::Min: case SizeOp::Max:
+      case SizeOp::Const:
+        break;
+      case SizeOp::BufferSize:
+        check_slot(n.slot, where);
+        break;
+      case SizeOp::Add:
+      case SizeOp::Sub:
+      case SizeOp::Mul:
+      case SizeOp::Div:
+      case SizeOp::Min:
+      case SizeOp::Max:
         // Operands precede their node: expressions are acyclic and evaluation terminates.
         if (n.lhs >= i || n.rhs >= i)
           fail(where + " has an operand that does not precede it");
         break;
-      default: fail(where + " has an invalid operator");
+      default:
+        fail(where + " has an invalid operator");
     }
   }
   for (size_t k = 0; k < kernels.size(); ++k)
@@ -75,7 +85,8 @@ void RecordingData::validate() const {
         if (!is_capture)
           fail(where + " is external, which only session captures may hold");
         break;
-      default: fail(where + " has an invalid origin");
+      default:
+        fail(where + " has an invalid origin");
     }
   }
   for (size_t k = 0; k < inputs.size(); ++k) {
@@ -104,6 +115,7 @@ void RecordingData::validate() const {
 
   // Walk the ops: indices in range, slots live when used, nothing read before it is written.
   enum : uint8_t { kDead = 0, kLive = 1, kWritten = 2, kReleased = 3 };
+
   std::vector<uint8_t> state(slots.size(), kDead);
   for (size_t s = 0; s < slots.size(); ++s)
     if (slots[s].origin != SlotOrigin::Alloc)
@@ -168,8 +180,11 @@ void RecordingData::validate() const {
           fail(where + " has an invalid reduction");
         break;
       case OpCode::PrefixSum:
-      case OpCode::Compress: need_expr(); break;
-      case OpCode::Sync: break;
+      case OpCode::Compress:
+        need_expr();
+        break;
+      case OpCode::Sync:
+        break;
     }
     if (op.dst != kNone)
       check_slot(op.dst, where);
@@ -189,16 +204,15 @@ void RecordingData::validate() const {
   for (size_t k = 0; k < outputs.size(); ++k) {
     uint8_t st = state[outputs[k].slot];
     if (st != kWritten)
-      fail("output " + std::to_string(k) + " (slot " + std::to_string(outputs[k].slot) +
-           ") is " + (st == kReleased ? "released" : "never written") + " by the recording");
+      fail("output " + std::to_string(k) + " (slot " + std::to_string(outputs[k].slot) + ") is " +
+           (st == kReleased ? "released" : "never written") + " by the recording");
   }
 }
 
 std::string RecordingData::summary() const {
   return std::to_string(ops.size()) + " ops, " + std::to_string(kernels.size()) + " kernels, " +
-         std::to_string(slots.size()) + " slots, " + std::to_string(inputs.size()) +
-         " inputs, " + std::to_string(outputs.size()) + " outputs, " +
-         std::to_string(guards.size()) + " guards";
+         std::to_string(slots.size()) + " slots, " + std::to_string(inputs.size()) + " inputs, " +
+         std::to_string(outputs.size()) + " outputs, " + std::to_string(guards.size()) + " guards";
 }
 
 }  // namespace ff::rec

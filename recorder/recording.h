@@ -36,8 +36,8 @@ struct Slot {
 /// (an input's size, an allocation's count, or a compress result's count).
 struct ExprNode {
   SizeOp op = SizeOp::Const;
-  uint64_t value = 0;      // Const
-  uint32_t slot = kNone;   // BufferSize
+  uint64_t value = 0;     // Const
+  uint32_t slot = kNone;  // BufferSize
   uint32_t lhs = kNone, rhs = kNone;
 };
 
@@ -59,27 +59,27 @@ const char* to_string(OpCode c);
 /// One operation; which fields matter depends on `code` (see OpCode).
 struct Op {
   OpCode code = OpCode::Sync;
-  uint8_t sub = 0;                 // CopyKind or ReduceOp
+  uint8_t sub = 0;  // CopyKind or ReduceOp
   ScalarType type = ScalarType::Float32;
-  uint8_t flag = 0;                // PrefixSum: exclusive
-  uint32_t dst = kNone, src = kNone;       // slots
-  uint64_t dst_offset = 0, src_offset = 0; // bytes into the slots
-  uint32_t size_expr = kNone;      // count or bytes, see OpCode
-  uint32_t kernel = kNone;         // Launch: index into kernels
-  uint32_t arg_begin = 0, arg_end = 0;   // Launch: range in args
-  uint32_t constant = kNone;       // Copy from host: index into constants
-  uint64_t value = 0;              // Fill: the pattern
-  uint32_t elem_size = 0;          // Fill: bytes per element (1, 2, 4 or 8)
+  uint8_t flag = 0;                           // PrefixSum: exclusive
+  uint32_t dst = kNone, src = kNone;          // slots
+  uint64_t dst_offset = 0, src_offset = 0;    // bytes into the slots
+  uint32_t size_expr = kNone;                 // count or bytes, see OpCode
+  uint32_t kernel = kNone;                    // Launch: index into kernels
+  uint32_t arg_begin = 0, arg_end = 0;        // Launch: range in args
+  uint32_t constant = kNone;                  // Copy from host: index into constants
+  uint64_t value = 0;                         // Fill: the pattern
+  uint32_t elem_size = 0;                     // Fill: bytes per element (1, 2, 4 or 8)
   uint32_t access_begin = 0, access_end = 0;  // range in accesses
 };
 
 /// A kernel argument of a Launch.
 struct LaunchArg {
   bool is_buffer = false;
-  uint32_t slot = kNone;        // buffer
-  uint64_t offset = 0;          // buffer: bytes into the slot
-  uint32_t size_expr = kNone;   // scalar with provenance (else `bits` is a constant)
-  uint64_t bits = 0;            // scalar value while recording
+  uint32_t slot = kNone;       // buffer
+  uint64_t offset = 0;         // buffer: bytes into the slot
+  uint32_t size_expr = kNone;  // scalar with provenance (else `bits` is a constant)
+  uint64_t bits = 0;           // scalar value while recording
 };
 
 /// Which slots an op reads and writes (for validation, dump and liveness).
@@ -108,13 +108,15 @@ struct RecordingData {
   std::vector<Access> accesses;
   std::vector<Guard> guards;
   std::vector<std::shared_ptr<const KernelIR>> kernels;  // one per distinct hash
-  std::vector<std::vector<std::byte>> constants;          // host data uploaded in the scope
-  std::vector<uint32_t> inputs;   // slot per input
+  std::vector<std::vector<std::byte>> constants;         // host data uploaded in the scope
+  std::vector<uint32_t> inputs;                          // slot per input
+
   struct Output {
     uint32_t slot = kNone;
   };
+
   std::vector<Output> outputs;
-  bool is_capture = false;        // a whole-session capture (may hold host reads, externals)
+  bool is_capture = false;  // a whole-session capture (may hold host reads, externals)
 
   /// Checks every index and expression; throws ff::FreezeError naming the problem.
   void validate() const;

@@ -54,7 +54,7 @@ namespace ff::rec {
 struct Scope {
   RecordingBackend* owner = nullptr;
   Scope* parent = nullptr;  // the next outer scope open on this thread (any backend)
-  bool capture = false;  // session capture: refuse nothing, adopt unknown buffers
+  bool capture = false;     // session capture: refuse nothing, adopt unknown buffers
   RecordingData data;
   SlotMap slots;
   std::unordered_map<Hash128, uint32_t> kernel_index;
@@ -94,7 +94,10 @@ struct Scope {
     data.ops.push_back(op);
     return data.ops.back();
   }
-  void close_accesses() { data.ops.back().access_end = static_cast<uint32_t>(data.accesses.size()); }
+
+  void close_accesses() {
+    data.ops.back().access_end = static_cast<uint32_t>(data.accesses.size());
+  }
 
   /// Size of a whole-buffer op: the slot's size when `count` covers it from its start.
   uint32_t whole_or_const(const SlotMap::Hit& hit, uint64_t count) {
@@ -311,17 +314,20 @@ void RecordingBackend::copy(void* dst, const void* src, size_t bytes, CopyKind k
     if (s.capture)
       return;
     if (kind == CopyKind::DeviceToHost)
-      throw FreezeError("reading array contents on the host (to_vector, a debug check, ...) "
-                        "inside a recording cannot be replayed; return the array instead and "
-                        "read it after the call");
+      throw FreezeError(
+          "reading array contents on the host (to_vector, a debug check, ...) "
+          "inside a recording cannot be replayed; return the array instead and "
+          "read it after the call");
     if (!s.slots.find(dst))
-      throw FreezeError("a copy writes to a buffer that is neither an input nor created "
-                        "inside the recording");
+      throw FreezeError(
+          "a copy writes to a buffer that is neither an input nor created "
+          "inside the recording");
     if (kind == CopyKind::DeviceToDevice) {
       auto hit = s.slots.find(src);
       if (!hit)
-        throw FreezeError("a copy reads an array that is neither an input nor created inside "
-                          "the recording (an implicit input): pass it as an input");
+        throw FreezeError(
+            "a copy reads an array that is neither an input nor created inside "
+            "the recording (an implicit input): pass it as an input");
       if (!hit->live->written)
         throw FreezeError("a copy reads slot s" + std::to_string(hit->live->slot) +
                           " before anything wrote it");
@@ -362,8 +368,8 @@ void RecordingBackend::copy(void* dst, const void* src, size_t bytes, CopyKind k
       op.type = s.data.slots[op.src].type;
       uint64_t elem = size_of(op.type);
       if (h->offset == 0 && bytes == h->live->cur_size * elem)
-        op.size_expr = add_binary(s.data, SizeOp::Mul, add_slot_size(s.data, op.src),
-                                  add_const(s.data, elem));
+        op.size_expr =
+            add_binary(s.data, SizeOp::Mul, add_slot_size(s.data, op.src), add_const(s.data, elem));
       else
         op.size_expr = add_const(s.data, bytes);
       s.push(op);
@@ -380,8 +386,9 @@ void RecordingBackend::fill(void* ptr, size_t count, uint32_t elem_size, uint64_
     return inner_->fill(ptr, count, elem_size, value);
   for_each_scope([&](Scope& s) {
     if (!s.capture && !s.slots.find(ptr))
-      throw FreezeError("a fill writes to a buffer that is neither an input nor created inside "
-                        "the recording");
+      throw FreezeError(
+          "a fill writes to a buffer that is neither an input nor created inside "
+          "the recording");
   });
   forward("fill", [&] { inner_->fill(ptr, count, elem_size, value); });
   for_each_scope([&](Scope& s) {
@@ -393,8 +400,8 @@ void RecordingBackend::fill(void* ptr, size_t count, uint32_t elem_size, uint64_
     op.type = s.data.slots[op.dst].type;
     op.value = value;
     op.elem_size = elem_size;
-    op.size_expr = size_of(op.type) == elem_size ? s.whole_or_const(*d, count)
-                                                 : add_const(s.data, count);
+    op.size_expr =
+        size_of(op.type) == elem_size ? s.whole_or_const(*d, count) : add_const(s.data, count);
     s.push(op);
     s.access(op.dst, true);
     s.close_accesses();
@@ -446,8 +453,8 @@ void RecordingBackend::launch(const KernelHandle& kernel, size_t size, SizeProv 
         if (!args[i].prov.empty())
           a.size_expr = add_expr(s.data, args[i].prov, s.slots, args[i].bits);
       } else {
-        auto hit = s.resolve(reinterpret_cast<const void*>(args[i].bits), p.type,
-                             size * size_of(p.type));
+        auto hit =
+            s.resolve(reinterpret_cast<const void*>(args[i].bits), p.type, size * size_of(p.type));
         a.is_buffer = true;
         a.slot = hit->live->slot;
         a.offset = hit->offset;
@@ -476,13 +483,15 @@ void check_whole_array_op(Scope& s, const char* what, const void* in, const void
     return;
   auto hit = s.slots.find(in);
   if (!hit)
-    throw FreezeError(std::string(what) + " reads an array that is neither an input nor "
+    throw FreezeError(std::string(what) +
+                      " reads an array that is neither an input nor "
                       "created inside the recording (an implicit input): pass it as an input");
   if (!hit->live->written)
     throw FreezeError(std::string(what) + " reads slot s" + std::to_string(hit->live->slot) +
                       " before anything wrote it");
   if (!s.slots.find(out))
-    throw FreezeError(std::string(what) + " writes to a buffer that is neither an input nor "
+    throw FreezeError(std::string(what) +
+                      " writes to a buffer that is neither an input nor "
                       "created inside the recording");
 }
 
@@ -528,8 +537,7 @@ void RecordingBackend::prefix_sum(ScalarType type, bool exclusive, const void* i
   for_each_scope([&](Scope& s) { check_whole_array_op(s, "prefix_sum", in, out); });
   forward("prefix_sum", [&] { inner_->prefix_sum(type, exclusive, in, count, out); });
   for_each_scope([&](Scope& s) {
-    auto [op, live] =
-        record_whole_array_op(s, OpCode::PrefixSum, type, in, count, out, count);
+    auto [op, live] = record_whole_array_op(s, OpCode::PrefixSum, type, in, count, out, count);
     op->flag = exclusive ? 1 : 0;
     (void)live;
   });

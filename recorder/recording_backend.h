@@ -45,17 +45,24 @@ class RecordingBackend final : public Backend {
 
   /// Session capture: a copy of everything recorded so far.
   RecordingData capture_snapshot() const;
+
   bool is_capturing() const { return capture_ != nullptr; }
 
   std::string name() const override { return "record:" + inner_->name(); }
+
   void* alloc(ScalarType type, size_t count, SizeProv prov) override;
   void release(void* ptr) noexcept override;
   void copy(void* dst, const void* src, size_t bytes, CopyKind kind) override;
   void fill(void* ptr, size_t count, uint32_t elem_size, uint64_t value) override;
+
   KernelHandle compile(const KernelIR& ir) override { return inner_->compile(ir); }
+
   void flush_kernels() override { inner_->flush_kernels(); }
+
   BackendStats stats() const override { return inner_->stats(); }
+
   void reset_peak() override { inner_->reset_peak(); }
+
   void launch(const KernelHandle& kernel, size_t size, SizeProv prov,
               std::span<const KernelArg> args) override;
   void reduce(ReduceOp op, ScalarType type, const void* in, size_t count, void* out) override;

@@ -31,7 +31,8 @@ std::string to_text(const RecordingData& d) {
         const LaunchArg& arg = d.args[a];
         s += a == op.arg_begin ? "" : ", ";
         if (arg.is_buffer)
-          s += "s" + std::to_string(arg.slot) + (arg.offset ? "+" + std::to_string(arg.offset) : "");
+          s +=
+              "s" + std::to_string(arg.slot) + (arg.offset ? "+" + std::to_string(arg.offset) : "");
         else if (arg.size_expr != kNone)
           s += expr_to_string(d, arg.size_expr);
         else

@@ -30,7 +30,9 @@ uint32_t add_expr(RecordingData& data, SizeProv prov, SlotMap& slots, uint64_t f
   std::vector<uint32_t> stack;
   for (const SizeNode& n : prov) {
     switch (n.op) {
-      case SizeOp::Const: stack.push_back(add_const(data, n.value)); break;
+      case SizeOp::Const:
+        stack.push_back(add_const(data, n.value));
+        break;
       case SizeOp::BufferSize: {
         SlotMap::Live* live = slots.find_base(n.buffer);
         stack.push_back(live ? add_slot_size(data, live->slot) : add_const(data, n.value));
@@ -38,8 +40,8 @@ uint32_t add_expr(RecordingData& data, SizeProv prov, SlotMap& slots, uint64_t f
       }
       default: {
         if (stack.size() < 2)
-          throw FreezeError("malformed size provenance: operator '" +
-                            std::string(to_string(n.op)) + "' lacks operands");
+          throw FreezeError("malformed size provenance: operator '" + std::string(to_string(n.op)) +
+                            "' lacks operands");
         uint32_t rhs = stack.back();
         stack.pop_back();
         uint32_t lhs = stack.back();
@@ -58,29 +60,37 @@ uint64_t evaluate(const RecordingData& data, uint32_t e, std::span<const uint64_
                   const char* where) {
   const ExprNode& n = data.exprs[e];
   switch (n.op) {
-    case SizeOp::Const: return n.value;
-    case SizeOp::BufferSize: return slot_sizes[n.slot];
-    default: break;
+    case SizeOp::Const:
+      return n.value;
+    case SizeOp::BufferSize:
+      return slot_sizes[n.slot];
+    default:
+      break;
   }
   uint64_t a = evaluate(data, n.lhs, slot_sizes, where);
   uint64_t b = evaluate(data, n.rhs, slot_sizes, where);
   switch (n.op) {
-    case SizeOp::Add: return a + b;
+    case SizeOp::Add:
+      return a + b;
     case SizeOp::Sub:
       if (b > a)
         throw FreezeError(std::string(where) + ": size " + expr_to_string(data, e) +
                           " evaluates below zero (" + std::to_string(a) + " - " +
                           std::to_string(b) + ") for these inputs");
       return a - b;
-    case SizeOp::Mul: return a * b;
+    case SizeOp::Mul:
+      return a * b;
     case SizeOp::Div:
       if (b == 0)
         throw FreezeError(std::string(where) + ": size " + expr_to_string(data, e) +
                           " divides by zero for these inputs");
       return a / b;
-    case SizeOp::Min: return std::min(a, b);
-    case SizeOp::Max: return std::max(a, b);
-    default: return 0;
+    case SizeOp::Min:
+      return std::min(a, b);
+    case SizeOp::Max:
+      return std::max(a, b);
+    default:
+      return 0;
   }
 }
 
@@ -89,8 +99,10 @@ std::string expr_to_string(const RecordingData& data, uint32_t e) {
     return "<invalid>";
   const ExprNode& n = data.exprs[e];
   switch (n.op) {
-    case SizeOp::Const: return std::to_string(n.value);
-    case SizeOp::BufferSize: return "size(s" + std::to_string(n.slot) + ")";
+    case SizeOp::Const:
+      return std::to_string(n.value);
+    case SizeOp::BufferSize:
+      return "size(s" + std::to_string(n.slot) + ")";
     case SizeOp::Min:
     case SizeOp::Max:
       return std::string(to_string(n.op)) + "(" + expr_to_string(data, n.lhs) + ", " +
@@ -104,9 +116,12 @@ std::string expr_to_string(const RecordingData& data, uint32_t e) {
 bool depends_only_on_inputs(const RecordingData& data, uint32_t e) {
   const ExprNode& n = data.exprs[e];
   switch (n.op) {
-    case SizeOp::Const: return true;
-    case SizeOp::BufferSize: return data.slots[n.slot].origin == SlotOrigin::Input;
-    default: return depends_only_on_inputs(data, n.lhs) && depends_only_on_inputs(data, n.rhs);
+    case SizeOp::Const:
+      return true;
+    case SizeOp::BufferSize:
+      return data.slots[n.slot].origin == SlotOrigin::Input;
+    default:
+      return depends_only_on_inputs(data, n.lhs) && depends_only_on_inputs(data, n.rhs);
   }
 }
 

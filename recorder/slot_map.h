@@ -16,17 +16,20 @@ class SlotMap {
     uint64_t cur_size;        // logical element count now (a compress result: its count)
     bool written;             // holds defined data (inputs, or after a write)
   };
+
   struct Hit {
     Live* live;
     uint64_t offset;  // bytes from the base
   };
 
   void insert(const void* base, Live live) { map_[key(base)] = live; }
+
   /// The slot whose buffer starts exactly at `p`.
   Live* find_base(const void* p) {
     auto it = map_.find(key(p));
     return it == map_.end() ? nullptr : &it->second;
   }
+
   /// The slot whose buffer contains `p` (a base, or a pointer into its bytes).
   std::optional<Hit> find(const void* p) {
     auto it = map_.upper_bound(key(p));
@@ -38,12 +41,16 @@ class SlotMap {
       return std::nullopt;
     return Hit{&it->second, offset};
   }
+
   void erase(const void* base) { map_.erase(key(base)); }
+
   void clear() { map_.clear(); }
+
   size_t size() const { return map_.size(); }
 
  private:
   static uintptr_t key(const void* p) { return reinterpret_cast<uintptr_t>(p); }
+
   std::map<uintptr_t, Live> map_;
 };
 

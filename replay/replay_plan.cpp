@@ -32,8 +32,9 @@ ReplayPlan::ReplayPlan(std::shared_ptr<const rec::RecordingData> data, Backend& 
   const rec::RecordingData& d = *data_;
   d.validate();
   if (d.is_capture)
-    throw FreezeError("a session capture records host reads and external memory; it can be "
-                      "inspected but not replayed");
+    throw FreezeError(
+        "a session capture records host reads and external memory; it can be "
+        "inspected but not replayed");
   kernels.reserve(d.kernels.size());
   std::vector<std::vector<uint8_t>> lane_indexed(d.kernels.size());
   for (size_t k = 0; k < d.kernels.size(); ++k) {
@@ -57,8 +58,8 @@ ReplayPlan::ReplayPlan(std::shared_ptr<const rec::RecordingData> data, Backend& 
   std::vector<std::vector<uint32_t>> after(d.ops.size());
   for (uint32_t g = 0; g < d.guards.size(); ++g) {
     const rec::Guard& gd = d.guards[g];
-    bool early = gd.after_op == rec::kNone || (rec::depends_only_on_inputs(d, gd.lhs) &&
-                                               rec::depends_only_on_inputs(d, gd.rhs));
+    bool early = gd.after_op == rec::kNone ||
+                 (rec::depends_only_on_inputs(d, gd.lhs) && rec::depends_only_on_inputs(d, gd.rhs));
     if (early)
       guard_order.push_back(g);
     else
@@ -87,8 +88,7 @@ ReplayPlan::ReplayPlan(std::shared_ptr<const rec::RecordingData> data, Backend& 
           const IrParam& param = d.kernels[op.kernel]->params[pos];
           auto lane = static_cast<uint32_t>(lane_indexed[op.kernel][pos] ? size_of(param.type) : 0);
           buffer_patches.push_back({pos, arg.slot, arg.offset, lane});
-        }
-        else if (arg.size_expr != rec::kNone)
+        } else if (arg.size_expr != rec::kNone)
           scalar_patches.push_back({pos, size_ref(d, arg.size_expr)});
       }
       p.buffer_end = static_cast<uint32_t>(buffer_patches.size());

@@ -14,18 +14,20 @@ namespace ff::replay {
 /// How to compute one size at replay without walking an expression tree in the common cases.
 struct SizeRef {
   enum Kind : uint8_t { Const, SlotSize, Expr } kind = Const;
+
   uint64_t value = 0;  // Const
   uint32_t index = 0;  // SlotSize: slot; Expr: expression
 };
 
 /// A buffer argument to patch into a launch's argument array.
 struct BufferPatch {
-  uint32_t arg;     // position in the argument array
+  uint32_t arg;  // position in the argument array
   uint32_t slot;
-  uint64_t offset;  // bytes into the slot
+  uint64_t offset;      // bytes into the slot
   uint32_t lane_bytes;  // >0: the kernel reads or writes element i of every lane (Load or
                         // Store), so the slot must hold `size` elements of this many bytes
 };
+
 /// A scalar argument whose value is a size expression (a gather bound, a mean's count).
 struct ScalarPatch {
   uint32_t arg;
@@ -35,12 +37,12 @@ struct ScalarPatch {
 struct PlannedOp {
   rec::OpCode code;
   SizeRef size;
-  uint32_t kernel = 0;  // Launch
-  uint32_t n_args = 0;  // Launch: arguments in the template
-  uint32_t template_begin = 0;                 // into ReplayPlan::arg_template
-  uint32_t buffer_begin = 0, buffer_end = 0;   // into ReplayPlan::buffer_patches
-  uint32_t scalar_begin = 0, scalar_end = 0;   // into ReplayPlan::scalar_patches
-  uint32_t guard_begin = 0, guard_end = 0;     // guards checked after this op
+  uint32_t kernel = 0;                        // Launch
+  uint32_t n_args = 0;                        // Launch: arguments in the template
+  uint32_t template_begin = 0;                // into ReplayPlan::arg_template
+  uint32_t buffer_begin = 0, buffer_end = 0;  // into ReplayPlan::buffer_patches
+  uint32_t scalar_begin = 0, scalar_end = 0;  // into ReplayPlan::scalar_patches
+  uint32_t guard_begin = 0, guard_end = 0;    // guards checked after this op
 };
 
 class ReplayPlan {
@@ -49,7 +51,9 @@ class ReplayPlan {
   ReplayPlan(std::shared_ptr<const rec::RecordingData> data, Backend& backend);
 
   const rec::RecordingData& data() const { return *data_; }
+
   Backend* backend() const { return backend_; }
+
   uint64_t generation() const { return generation_; }
 
   std::shared_ptr<const rec::RecordingData> data_;
@@ -57,7 +61,7 @@ class ReplayPlan {
   uint64_t generation_;
   std::vector<KernelHandle> kernels;
   std::vector<PlannedOp> ops;
-  std::vector<uint64_t> arg_template;   // launch arguments with constants filled in
+  std::vector<uint64_t> arg_template;  // launch arguments with constants filled in
   std::vector<BufferPatch> buffer_patches;
   std::vector<ScalarPatch> scalar_patches;
   std::vector<uint32_t> guard_order;    // guard indices: [0, n_early) before the first op,

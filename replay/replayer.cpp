@@ -22,6 +22,7 @@ struct Scratch {
   std::vector<SizeNode> prov;
   std::vector<SizeNode> prov2;
 };
+
 thread_local Scratch t_scratch;
 
 class Run {
@@ -42,9 +43,12 @@ class Run {
  private:
   uint64_t eval(const SizeRef& r, const char* where) const {
     switch (r.kind) {
-      case SizeRef::Const: return r.value;
-      case SizeRef::SlotSize: return s_.size[r.index];
-      case SizeRef::Expr: return rec::evaluate(d_, r.index, s_.size, where);
+      case SizeRef::Const:
+        return r.value;
+      case SizeRef::SlotSize:
+        return s_.size[r.index];
+      case SizeRef::Expr:
+        return rec::evaluate(d_, r.index, s_.size, where);
     }
     return 0;
   }
@@ -57,10 +61,13 @@ class Run {
     append_prov(e, out);
     return out;
   }
+
   void append_prov(uint32_t e, std::vector<SizeNode>& out) const {
     const rec::ExprNode& n = d_.exprs[e];
     switch (n.op) {
-      case SizeOp::Const: out.push_back({SizeOp::Const, n.value, nullptr}); return;
+      case SizeOp::Const:
+        out.push_back({SizeOp::Const, n.value, nullptr});
+        return;
       case SizeOp::BufferSize:
         out.push_back({SizeOp::BufferSize, s_.size[n.slot], s_.ptr[n.slot]});
         return;
@@ -106,8 +113,7 @@ void Run::check_guards(uint32_t begin, uint32_t end) {
                        (outcome ? "true" : "false") + " with " + std::to_string(a) + " and " +
                        std::to_string(b) + " for these inputs: record this path anew");
     if (options_.provenance) {
-      SizeGuard sg{g.cmp, prov_of(g.lhs, s_.prov), prov_of(g.rhs, s_.prov2), a, b,
-                   g.what.c_str()};
+      SizeGuard sg{g.cmp, prov_of(g.lhs, s_.prov), prov_of(g.rhs, s_.prov2), a, b, g.what.c_str()};
       backend_.guard(sg, outcome);
     }
   }
@@ -150,8 +156,10 @@ void Run::op_launch(size_t i, const PlannedOp& p) {
 
 std::vector<ReplayOutput> Run::execute(std::span<const ReplayInput> inputs) {
   if (inputs.size() != d_.inputs.size())
-    throw FreezeError("replay: " + std::to_string(inputs.size()) + " inputs given, the recording "
-                      "takes " + std::to_string(d_.inputs.size()));
+    throw FreezeError("replay: " + std::to_string(inputs.size()) +
+                      " inputs given, the recording "
+                      "takes " +
+                      std::to_string(d_.inputs.size()));
   for (size_t k = 0; k < inputs.size(); ++k) {
     uint32_t slot = d_.inputs[k];
     const rec::Slot& sl = d_.slots[slot];
@@ -168,8 +176,7 @@ std::vector<ReplayOutput> Run::execute(std::span<const ReplayInput> inputs) {
   }
   for (size_t k = 0; k < inputs.size(); ++k)
     for (size_t j = 0; j < k; ++j)
-      if (inputs[j].ptr == inputs[k].ptr && d_.inputs[j] != d_.inputs[k] &&
-          inputs[k].size != 0)
+      if (inputs[j].ptr == inputs[k].ptr && d_.inputs[j] != d_.inputs[k] && inputs[k].size != 0)
         throw FreezeError("replay: inputs " + std::to_string(j) + " and " + std::to_string(k) +
                           " are one array now but were distinct when recorded");
   check_guards(0, plan_.n_early_guards);
@@ -231,7 +238,9 @@ std::vector<ReplayOutput> Run::execute(std::span<const ReplayInput> inputs) {
                       op.value);
         break;
       }
-      case OpCode::Launch: op_launch(i, p); break;
+      case OpCode::Launch:
+        op_launch(i, p);
+        break;
       case OpCode::Reduce:
       case OpCode::PrefixSum:
       case OpCode::Compress: {
@@ -251,7 +260,9 @@ std::vector<ReplayOutput> Run::execute(std::span<const ReplayInput> inputs) {
           s_.size[op.dst] = backend_.compress(in, n, out);  // data-dependent, read at replay
         break;
       }
-      case OpCode::Sync: backend_.sync(); break;
+      case OpCode::Sync:
+        backend_.sync();
+        break;
     }
     if (p.guard_begin != p.guard_end)
       check_guards(p.guard_begin, p.guard_end);

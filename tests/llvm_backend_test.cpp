@@ -1,11 +1,12 @@
 // The llvm backend driven directly with hand-built kernel IR: every opcode and its edge cases,
 // vector tails, gather/scatter masking and range reports, the host algorithms, the allocator,
 // the kernel cache and IR validation.
-#include <catch2/catch.hpp>
+#include "backend/llvm/llvm_backend.h"
 
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -18,7 +19,6 @@
 #include <vector>
 
 #include "backend/llvm/host_allocator.h"
-#include "backend/llvm/llvm_backend.h"
 #include "backend/llvm/llvm_jit.h"
 #include "backend/llvm/llvm_tuning.h"
 #include "backend/llvm/thread_pool.h"
@@ -31,13 +31,20 @@ using Bool8 = uint8_t;  // how Bool arrays look on the host
 
 template <class T>
 constexpr ScalarType type_of() {
-  if constexpr (std::is_same_v<T, Bool8>) return ScalarType::Bool;
-  else if constexpr (std::is_same_v<T, int32_t>) return ScalarType::Int32;
-  else if constexpr (std::is_same_v<T, uint32_t>) return ScalarType::UInt32;
-  else if constexpr (std::is_same_v<T, int64_t>) return ScalarType::Int64;
-  else if constexpr (std::is_same_v<T, uint64_t>) return ScalarType::UInt64;
-  else if constexpr (std::is_same_v<T, float>) return ScalarType::Float32;
-  else return ScalarType::Float64;
+  if constexpr (std::is_same_v<T, Bool8>)
+    return ScalarType::Bool;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return ScalarType::Int32;
+  else if constexpr (std::is_same_v<T, uint32_t>)
+    return ScalarType::UInt32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return ScalarType::Int64;
+  else if constexpr (std::is_same_v<T, uint64_t>)
+    return ScalarType::UInt64;
+  else if constexpr (std::is_same_v<T, float>)
+    return ScalarType::Float32;
+  else
+    return ScalarType::Float64;
 }
 
 // Calls f.template operator()<T>() for every element type.
@@ -93,6 +100,7 @@ struct KernelBuilder {
     ir.params.push_back({kind, t});
     return static_cast<uint32_t>(ir.params.size() - 1);
   }
+
   uint32_t emit(IrOp op, ScalarType t, uint32_t a = kNoOperand, uint32_t b = kNoOperand,
                 uint32_t c = kNoOperand, uint32_t d = kNoOperand, uint32_t e = kNoOperand,
                 uint64_t imm = 0, uint16_t flags = 0) {
@@ -109,13 +117,17 @@ struct KernelBuilder {
     ir.instrs.push_back(in);
     return static_cast<uint32_t>(ir.instrs.size() - 1);
   }
+
   uint32_t load(uint32_t p) { return emit(IrOp::Load, ir.params[p].type, p); }
+
   void store(uint32_t p, uint32_t v) { emit(IrOp::Store, ir.params[p].type, p, v); }
+
   template <class T>
   uint32_t literal(T v) {
     return emit(IrOp::Literal, type_of<T>(), kNoOperand, kNoOperand, kNoOperand, kNoOperand,
                 kNoOperand, bits_of(v));
   }
+
   KernelIR finish() {
     ir.finalize();
     return ir;
@@ -141,7 +153,9 @@ struct Env {
 
   explicit Env(unsigned n_threads = 0, Tiers tiers = Tiers::Default)
       : be(llvm_backend::create_llvm_backend(BackendOptions{n_threads}, tuning_for(tiers))) {}
+
   explicit Env(Tiers tiers) : Env(0, tiers) {}
+
   ~Env() {
     for (void* p : owned)
       be->release(p);
@@ -153,25 +167,33 @@ struct Env {
     owned.push_back(p);
     return p;
   }
+
   template <class T>
   T* upload(const std::vector<T>& v) {
     T* p = alloc<T>(v.size());
     be->copy(p, v.data(), v.size() * sizeof(T), CopyKind::HostToDevice);
     return p;
   }
+
   template <class T>
   std::vector<T> download(const T* p, size_t n) {
     std::vector<T> v(n);
     be->copy(v.data(), p, n * sizeof(T), CopyKind::DeviceToHost);
     return v;
   }
+
   void run(const KernelIR& ir, size_t size, const std::vector<KernelArg>& args) {
     be->launch(be->compile(ir), size, {}, args);
   }
 };
 
-KernelArg buf(const void* p) { return KernelArg::buffer(p); }
-KernelArg scalar(uint64_t bits) { return KernelArg{bits, {}}; }
+KernelArg buf(const void* p) {
+  return KernelArg::buffer(p);
+}
+
+KernelArg scalar(uint64_t bits) {
+  return KernelArg{bits, {}};
+}
 
 // out[i] = op(a[i]) with result type R.
 template <class R, class T>
@@ -206,14 +228,14 @@ std::vector<T> edge_values() {
   if constexpr (std::is_same_v<T, Bool8>) {
     return {0, 1};
   } else if constexpr (std::is_floating_point_v<T>) {
-    return {T(0),    T(-0.0), T(1),        T(-1),        T(0.5),      T(-2.5),    T(3.75),
-            T(1e10), T(-1e10), L::infinity(), -L::infinity(), L::quiet_NaN(), L::max(),
-            L::lowest(), L::min(), T(7),    T(-7)};
+    return {T(0),     T(-0.0),     T(1),     T(-1),         T(0.5),         T(-2.5),
+            T(3.75),  T(1e10),     T(-1e10), L::infinity(), -L::infinity(), L::quiet_NaN(),
+            L::max(), L::lowest(), L::min(), T(7),          T(-7)};
   } else if constexpr (std::is_signed_v<T>) {
-    return {T(0), T(1), T(-1), T(2), T(-2), T(7), T(-7), T(100), L::min(), L::max(),
-            T(L::min() + 1), T(12345), T(-99999)};
+    return {T(0),     T(1),     T(-1),           T(2),     T(-2),    T(7), T(-7), T(100),
+            L::min(), L::max(), T(L::min() + 1), T(12345), T(-99999)};
   } else {
-    return {T(0), T(1), T(2), T(7), T(100), L::max(), T(L::max() - 1), T(L::max() / 2 + 1),
+    return {T(0),     T(1),    T(2), T(7), T(100), L::max(), T(L::max() - 1), T(L::max() / 2 + 1),
             T(12345), T(99999)};
   }
 }
@@ -236,11 +258,13 @@ T wrap_add(T a, T b) {
   using U = std::make_unsigned_t<T>;
   return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
 }
+
 template <class T>
 T wrap_sub(T a, T b) {
   using U = std::make_unsigned_t<T>;
   return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
 }
+
 template <class T>
 T wrap_mul(T a, T b) {
   using U = std::make_unsigned_t<T>;
@@ -275,7 +299,8 @@ TEST_CASE("load and store round-trip every type at tail sizes", "[llvm]") {
       auto got = env.download(out, n + 1);
       INFO(to_string(type_of<T>()) << " n=" << n);
       CHECK(std::equal(in.begin(), in.end(), got.begin()));
-      CHECK(bits_of(got[n]) == (0x5A5A5A5A5A5A5A5Aull & (sizeof(T) == 8 ? ~0ull : (1ull << (8 * sizeof(T))) - 1)));
+      CHECK(bits_of(got[n]) ==
+            (0x5A5A5A5A5A5A5A5Aull & (sizeof(T) == 8 ? ~0ull : (1ull << (8 * sizeof(T))) - 1)));
     }
   });
 }
@@ -324,8 +349,8 @@ TEST_CASE("index, literal, scalar and load_broadcast", "[llvm]") {
     double* one = env.upload(std::vector<double>{0.5});
     Bool8* bone = env.upload(std::vector<Bool8>{0});
     env.run(ir, n,
-            {buf(a), buf(c), buf(f), buf(d), buf(bo), scalar(bits_of(1.5f)), scalar(bits_of(int64_t{-3})),
-             scalar(1), buf(one), buf(bone)});
+            {buf(a), buf(c), buf(f), buf(d), buf(bo), scalar(bits_of(1.5f)),
+             scalar(bits_of(int64_t{-3})), scalar(1), buf(one), buf(bone)});
     auto va = env.download(a, n);
     auto vc = env.download(c, n);
     auto vf = env.download(f, n);
@@ -563,7 +588,8 @@ TEST_CASE("bool logic: not, and, or, xor, select", "[llvm]") {
       vb[i] = T((i + 1) % 2);
     }
     T* out = env.alloc<T>(cnt);
-    env.run(k.finish(), cnt, {buf(env.upload(mask)), buf(env.upload(va)), buf(env.upload(vb)), buf(out)});
+    env.run(k.finish(), cnt,
+            {buf(env.upload(mask)), buf(env.upload(va)), buf(env.upload(vb)), buf(out)});
     auto got = env.download(out, cnt);
     for (size_t i = 0; i < cnt; ++i)
       CHECK(got[i] == (mask[i] ? va[i] : vb[i]));
@@ -731,7 +757,8 @@ namespace {
 // Scatter (or scatter_add) values[i] into dst[idx[i]] where mask[i].
 template <class T, class I>
 void scatter(Env& env, IrOp op, T* dst, size_t dst_n, const std::vector<I>& idx,
-             const std::vector<Bool8>& mask, const std::vector<T>& vals, uint64_t* report = nullptr) {
+             const std::vector<Bool8>& mask, const std::vector<T>& vals,
+             uint64_t* report = nullptr) {
   KernelBuilder k;
   uint32_t pd = k.param(ParamKind::BufferInOut, type_of<T>());
   uint32_t pi = k.param(ParamKind::BufferIn, type_of<I>());
@@ -834,7 +861,8 @@ TEST_CASE("every loop style computes the same results", "[llvm]") {
   uint32_t g = k.emit(IrOp::Gather, ScalarType::Float32, px, j, t, pn);
   uint32_t m = k.emit(IrOp::Lt, ScalarType::Bool, x, k.literal(500.0f));
   uint32_t v = k.emit(IrOp::Fma, ScalarType::Float32, x, k.literal(2.0f), g);
-  k.store(po, k.emit(IrOp::Select, ScalarType::Float32, m, v, k.emit(IrOp::Neg, ScalarType::Float32, x)));
+  k.store(po, k.emit(IrOp::Select, ScalarType::Float32, m, v,
+                     k.emit(IrOp::Neg, ScalarType::Float32, x)));
   uint32_t bin = k.emit(IrOp::Mod, ScalarType::UInt32, i, k.literal<uint32_t>(3));
   k.emit(IrOp::ScatterAdd, ScalarType::Int32, pb, bin, t, k.literal<int32_t>(1), pn3);
   KernelIR ir = k.finish();
@@ -846,26 +874,26 @@ TEST_CASE("every loop style computes the same results", "[llvm]") {
       opt.passes = "function(loop-vectorize,instcombine,simplifycfg)";
     LlvmJit jit(opt);
     for (Tier tier : {Tier::Quick, Tier::Optimized})
-    for (size_t n : {size_t(1), size_t(7), size_t(1000)}) {
-      auto code = jit.compile(ir, tier);
-      INFO("style " << int(style) << " tier " << int(tier) << " n=" << n);
-      std::vector<float> xs(n), out(n);
-      for (size_t e = 0; e < n; ++e)
-        xs[e] = float(e);
-      int32_t bins[3] = {0, 0, 0};
-      uint64_t args[5] = {bits_of(xs.data()), bits_of(out.data()), bits_of(&bins[0]), n, 3};
-      code->entry()(0, n, args);
-      size_t bad = 0;
-      for (size_t e = 0; e < n; ++e) {
-        size_t o = e ^ 1;
-        float g_want = o < n ? xs[o] : 0.0f;
-        float want = xs[e] < 500.0f ? std::fma(xs[e], 2.0f, g_want) : -xs[e];
-        bad += out[e] != want;
+      for (size_t n : {size_t(1), size_t(7), size_t(1000)}) {
+        auto code = jit.compile(ir, tier);
+        INFO("style " << int(style) << " tier " << int(tier) << " n=" << n);
+        std::vector<float> xs(n), out(n);
+        for (size_t e = 0; e < n; ++e)
+          xs[e] = float(e);
+        int32_t bins[3] = {0, 0, 0};
+        uint64_t args[5] = {bits_of(xs.data()), bits_of(out.data()), bits_of(&bins[0]), n, 3};
+        code->entry()(0, n, args);
+        size_t bad = 0;
+        for (size_t e = 0; e < n; ++e) {
+          size_t o = e ^ 1;
+          float g_want = o < n ? xs[o] : 0.0f;
+          float want = xs[e] < 500.0f ? std::fma(xs[e], 2.0f, g_want) : -xs[e];
+          bad += out[e] != want;
+        }
+        CHECK(bad == 0);
+        CHECK(size_t(bins[0] + bins[1] + bins[2]) == n);
+        CHECK(bins[0] == int32_t((n + 2) / 3));
       }
-      CHECK(bad == 0);
-      CHECK(size_t(bins[0] + bins[1] + bins[2]) == n);
-      CHECK(bins[0] == int32_t((n + 2) / 3));
-    }
   }
 }
 
@@ -877,7 +905,8 @@ TEST_CASE("hot kernels are re-compiled optimised and keep computing the same", "
   uint32_t pi = k.param(ParamKind::BufferIn, ScalarType::Float64);
   uint32_t po = k.param(ParamKind::BufferOut, ScalarType::Float64);
   uint32_t x = k.load(pi);
-  k.store(po, k.emit(IrOp::Fma, ScalarType::Float64, x, x, k.emit(IrOp::Sqrt, ScalarType::Float64, x)));
+  k.store(po,
+          k.emit(IrOp::Fma, ScalarType::Float64, x, x, k.emit(IrOp::Sqrt, ScalarType::Float64, x)));
   KernelIR ir = k.finish();
   std::vector<double> in(5000), out(5000);
   for (size_t i = 0; i < in.size(); ++i)
@@ -955,30 +984,53 @@ T reduce_ref(ReduceOp op, const std::vector<T>& v) {
   } else {
     T r{};
     switch (op) {
-      case ReduceOp::Sum: r = T(0); break;
-      case ReduceOp::Prod: r = T(1); break;
-      case ReduceOp::Min: r = L::has_infinity ? L::infinity() : L::max(); break;
-      case ReduceOp::Max: r = L::has_infinity ? -L::infinity() : L::lowest(); break;
-      case ReduceOp::And:
-        if constexpr (std::is_integral_v<T>) r = T(~T(0));
+      case ReduceOp::Sum:
+        r = T(0);
         break;
-      case ReduceOp::Or: r = T(0); break;
+      case ReduceOp::Prod:
+        r = T(1);
+        break;
+      case ReduceOp::Min:
+        r = L::has_infinity ? L::infinity() : L::max();
+        break;
+      case ReduceOp::Max:
+        r = L::has_infinity ? -L::infinity() : L::lowest();
+        break;
+      case ReduceOp::And:
+        if constexpr (std::is_integral_v<T>)
+          r = T(~T(0));
+        break;
+      case ReduceOp::Or:
+        r = T(0);
+        break;
     }
     for (T x : v) {
       switch (op) {
         case ReduceOp::Sum:
-          if constexpr (std::is_integral_v<T>) r = wrap_add(r, x); else r += x;
+          if constexpr (std::is_integral_v<T>)
+            r = wrap_add(r, x);
+          else
+            r += x;
           break;
         case ReduceOp::Prod:
-          if constexpr (std::is_integral_v<T>) r = wrap_mul(r, x); else r *= x;
+          if constexpr (std::is_integral_v<T>)
+            r = wrap_mul(r, x);
+          else
+            r *= x;
           break;
-        case ReduceOp::Min: r = std::min(r, x); break;
-        case ReduceOp::Max: r = std::max(r, x); break;
+        case ReduceOp::Min:
+          r = std::min(r, x);
+          break;
+        case ReduceOp::Max:
+          r = std::max(r, x);
+          break;
         case ReduceOp::And:
-          if constexpr (std::is_integral_v<T>) r = T(r & x);
+          if constexpr (std::is_integral_v<T>)
+            r = T(r & x);
           break;
         case ReduceOp::Or:
-          if constexpr (std::is_integral_v<T>) r = T(r | x);
+          if constexpr (std::is_integral_v<T>)
+            r = T(r | x);
           break;
       }
     }
@@ -1040,14 +1092,17 @@ TEST_CASE("prefix_sum: inclusive and exclusive, in place, large arrays in parall
         T acc = T(0);
         for (size_t i = 0; i < n; ++i) {
           T next;
-          if constexpr (std::is_integral_v<T>) next = wrap_add(acc, v[i]); else next = acc + v[i];
+          if constexpr (std::is_integral_v<T>)
+            next = wrap_add(acc, v[i]);
+          else
+            next = acc + v[i];
           want[i] = exclusive ? acc : next;
           acc = next;
         }
         T* in = env.upload(v);
         T* out = env.alloc<T>(n);
         env.be->prefix_sum(type_of<T>(), exclusive, in, n, out);
-        CHECK(env.download(out, n) == want);  // small integer samples: exact
+        CHECK(env.download(out, n) == want);                     // small integer samples: exact
         env.be->prefix_sum(type_of<T>(), exclusive, in, n, in);  // in place
         CHECK(env.download(in, n) == want);
       }
@@ -1245,7 +1300,8 @@ TEST_CASE("handles outlive their backend", "[llvm]") {
   CHECK(out[39] == 39);
 }
 
-TEST_CASE("compile rejects invalid or unfinalized IR; launch checks its arguments", "[llvm][negative]") {
+TEST_CASE("compile rejects invalid or unfinalized IR; launch checks its arguments",
+          "[llvm][negative]") {
   Env env;
   KernelBuilder bad;
   uint32_t po = bad.param(ParamKind::BufferOut, ScalarType::Float32);

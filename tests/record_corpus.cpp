@@ -5,11 +5,10 @@
 // arithmetic, reductions, prefix sums, compress (data-dependent sizes), scatters into an
 // input, inputs returned unchanged, aliased inputs, literals, make_opaque, host constants and
 // a broadcast size-1 input.
-#include <catch2/catch.hpp>
+#include "support/record_corpus.h"
 
 #include <atomic>
-
-#include "support/record_corpus.h"
+#include <catch2/catch.hpp>
 
 using namespace ffr;
 using ff::AnyArray;
@@ -27,17 +26,20 @@ std::atomic<int>& corpus_count() {
   static std::atomic<int> n{0};
   return n;
 }
-int register_case() { return ++corpus_count(); }
+
+int register_case() {
+  return ++corpus_count();
+}
 
 }  // namespace
 
 #define FF_CAT2(a, b) a##b
 #define FF_CAT(a, b) FF_CAT2(a, b)
 /// CORPUS("name", specs(...), { body using `in` (Inputs&) returning Inputs })
-#define CORPUS(NAME, SPECS, ...)                                                       \
-  static const int FF_CAT(corpus_reg_, __LINE__) = register_case();                    \
-  TEST_CASE("corpus: " NAME, "[record][corpus]") {                                     \
-    check_case(Case{NAME, SPECS, [](Inputs & in) -> Inputs __VA_ARGS__});              \
+#define CORPUS(NAME, SPECS, ...)                                          \
+  static const int FF_CAT(corpus_reg_, __LINE__) = register_case();       \
+  TEST_CASE("corpus: " NAME, "[record][corpus]") {                        \
+    check_case(Case{NAME, SPECS, [](Inputs & in) -> Inputs __VA_ARGS__}); \
   }
 
 // ------------------------------------------------------------------------------------------
@@ -79,8 +81,8 @@ CORPUS("int64 and uint64 mixed", specs(i64(), u64()), {
 
 CORPUS("casts and bitcasts", specs(f32()), {
   Float x = get<Float>(in, 0);
-  return {ff::cast<Int32>(x * 100.f), ff::cast<Float64>(x) * 2.0,
-          ff::bitcast<UInt32>(x) >> 23u, ff::cast<Bool>(ff::cast<Int32>(x * 3.f))};
+  return {ff::cast<Int32>(x * 100.f), ff::cast<Float64>(x) * 2.0, ff::bitcast<UInt32>(x) >> 23u,
+          ff::cast<Bool>(ff::cast<Int32>(x * 3.f))};
 })
 
 CORPUS("bool outputs", specs(f32(), f32()), {
@@ -221,8 +223,8 @@ CORPUS("float32 reductions", specs(f32()), {
 CORPUS("integer reductions", specs(i32(), u64()), {
   Int32 i = get<Int32>(in, 0);
   UInt64 u = get<UInt64>(in, 1);
-  return {ff::sum(i), ff::min_reduce(i), ff::max_reduce(i), ff::prod(i % 3 + 2), ff::sum(u),
-          ff::max_reduce(u)};
+  return {ff::sum(i),          ff::min_reduce(i), ff::max_reduce(i),
+          ff::prod(i % 3 + 2), ff::sum(u),        ff::max_reduce(u)};
 })
 
 CORPUS("float64 mean centering", specs(f64()), {

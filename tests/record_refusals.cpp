@@ -3,9 +3,8 @@
 // data-dependent sizes (compress) replayed with other counts. After every refusal the next
 // recording works and no buffer is left behind (bytes_allocated returns to its baseline; the
 // suite also runs under ASan/LSan).
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 
@@ -19,11 +18,14 @@ using ff::UInt32;
 
 namespace {
 
-Float floats(const std::vector<float>& v) { return Float::from(v); }
+Float floats(const std::vector<float>& v) {
+  return Float::from(v);
+}
 
 std::vector<float> iota_floats(size_t n, float scale = 1.f) {
   std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>(i) * scale;
+  for (size_t i = 0; i < n; ++i)
+    v[i] = static_cast<float>(i) * scale;
   return v;
 }
 
@@ -138,8 +140,7 @@ TEST_CASE("refuse: a size that evaluates below zero at replay", "[record][refusa
   next_recording_works();
 }
 
-TEST_CASE("refuse: replay with the wrong number of inputs or element type",
-          "[record][refusal]") {
+TEST_CASE("refuse: replay with the wrong number of inputs or element type", "[record][refusal]") {
   fresh();
   Float x = floats(iota_floats(100));
   Int32 i = Int32::from(std::vector<int32_t>(100, 3));
@@ -201,18 +202,20 @@ TEST_CASE("refusals in a row leave nothing behind", "[record][refusal]") {
   ff::eval(outside);
   uint64_t baseline = live_bytes();
   for (int round = 0; round < 3; ++round) {
-    REQUIRE_THROWS_AS(ff::record({x}, [&] {
-                        Float y = x * 2.f;
-                        ff::eval(y);
-                        (void)y.to_vector();
-                        return Inputs{y};
-                      }),
+    REQUIRE_THROWS_AS(ff::record({x},
+                                 [&] {
+                                   Float y = x * 2.f;
+                                   ff::eval(y);
+                                   (void)y.to_vector();
+                                   return Inputs{y};
+                                 }),
                       ff::FreezeError);
-    REQUIRE_THROWS_AS(ff::record({x}, [&] {
-                        Float y = x * 2.f;
-                        ff::eval(y);
-                        return Inputs{y * outside};
-                      }),
+    REQUIRE_THROWS_AS(ff::record({x},
+                                 [&] {
+                                   Float y = x * 2.f;
+                                   ff::eval(y);
+                                   return Inputs{y * outside};
+                                 }),
                       ff::FreezeError);
     REQUIRE(live_bytes() == baseline);
   }
@@ -278,7 +281,8 @@ Inputs scatter_then_branch(Inputs& in) {
 }
 
 std::vector<float> expected_scattered(std::vector<float> v) {
-  for (size_t i = 0; i < v.size() / 2; ++i) v[i] = -1.f;
+  for (size_t i = 0; i < v.size() / 2; ++i)
+    v[i] = -1.f;
   return v;
 }
 
@@ -289,7 +293,8 @@ TEST_CASE("guard: a size guard after compress fails late and leaves the inputs u
   fresh();
   const size_t n = 1000;
   std::vector<float> some(n), none(n, 0.25f);
-  for (size_t i = 0; i < n; ++i) some[i] = static_cast<float>(i % 10) / 10.f;  // 0.0 .. 0.9
+  for (size_t i = 0; i < n; ++i)
+    some[i] = static_cast<float>(i % 10) / 10.f;  // 0.0 .. 0.9
 
   ff::Recording r;
   {
@@ -310,7 +315,8 @@ TEST_CASE("guard: a size guard after compress fails late and leaves the inputs u
   }
   SECTION("replayed with other true entries: works, the input is unchanged") {
     std::vector<float> other(777);
-    for (size_t i = 0; i < other.size(); ++i) other[i] = (i % 3 == 0) ? 0.75f : 0.5f;
+    for (size_t i = 0; i < other.size(); ++i)
+      other[i] = (i % 3 == 0) ? 0.75f : 0.5f;
     Float x = floats(other);
     Inputs outs = r.replay({x});
     REQUIRE(x.to_vector() == other);
@@ -318,7 +324,8 @@ TEST_CASE("guard: a size guard after compress fails late and leaves the inputs u
     REQUIRE(outs[0].as<Float>().to_vector() == updated);
     std::vector<float> want;
     for (float v : updated)
-      if (v > 0.5f) want.push_back(v * 2.f);
+      if (v > 0.5f)
+        want.push_back(v * 2.f);
     REQUIRE(!want.empty());
     REQUIRE(outs[1].as<Float>().to_vector() == want);
   }
@@ -360,7 +367,8 @@ TEST_CASE("data-dependent sizes: compress replays with other counts", "[record][
   };
   auto data = [](size_t n, size_t period, size_t phase) {
     std::vector<float> v(n);
-    for (size_t i = 0; i < n; ++i) v[i] = ((i + phase) % period == 0) ? 0.875f : 0.125f;
+    for (size_t i = 0; i < n; ++i)
+      v[i] = ((i + phase) % period == 0) ? 0.875f : 0.125f;
     return v;
   };
 
@@ -372,6 +380,7 @@ TEST_CASE("data-dependent sizes: compress replays with other counts", "[record][
   struct Trial {
     size_t n, period, phase;
   };
+
   // 500 true entries when recorded; now 1000/3, none, all, one, 0 of 1.
   for (Trial t : {Trial{1000, 3, 1}, Trial{1000, 1000000, 1}, Trial{1000, 1, 0},
                   Trial{4001, 4001, 0}, Trial{1, 2, 1}, Trial{1234, 7, 3}}) {
@@ -388,7 +397,8 @@ TEST_CASE("data-dependent sizes: compress replays with other counts", "[record][
     REQUIRE(outs[1].as<UInt32>().to_vector() == want_idx);
     float sum = outs[2].as<Float>().to_vector().at(0);
     double want_sum = 0;
-    for (float v : want_g) want_sum += v;
+    for (float v : want_g)
+      want_sum += v;
     REQUIRE(sum == Approx(want_sum).epsilon(1e-5).margin(1e-3));
     // The same inputs run traced agree too.
     Inputs traced = body(fx, fy);

@@ -1,9 +1,8 @@
 // Recordings beyond one call: peak memory of a replay against the recorded run, whole-session
 // capture ("record:llvm") over two threads, nesting (a replay inside ff::record), kernel-cache
 // flushes between replays, and concurrent replays of one Recording on two threads.
-#include <catch2/catch.hpp>
-
 #include <barrier>
+#include <catch2/catch.hpp>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -221,7 +220,7 @@ TEST_CASE("kernel flush: the next replay recompiles from the stored IR", "[recor
     Inputs outs = r.replay({x});
     ff::Stats s1 = ff::stats();
     CHECK(s1.compiles - s0.compiles >= r.n_kernels());  // recompiled from the stored IR
-    CHECK(s1.traced_kernels == s0.traced_kernels);       // never a re-record
+    CHECK(s1.traced_kernels == s0.traced_kernels);      // never a re-record
     require_same(snapshot(outs), want, "replay after a flush vs traced");
     REQUIRE(r.n_ops() == n_ops);
 
@@ -274,13 +273,13 @@ TEST_CASE("threads: two threads replay one Recording concurrently", "[record][th
   t1.join();
   t2.join();
   std::string all;
-  for (auto& f : failures) all += f + "\n";
+  for (auto& f : failures)
+    all += f + "\n";
   INFO(all);
   REQUIRE(failures.empty());
 }
 
-TEST_CASE("threads: two threads record concurrently, each only its own work",
-          "[record][threads]") {
+TEST_CASE("threads: two threads record concurrently, each only its own work", "[record][threads]") {
   fresh();
   // Alone first: the op counts a recording of busy() must have.
   size_t alone_ops = 0, alone_kernels = 0;
@@ -304,8 +303,8 @@ TEST_CASE("threads: two threads record concurrently, each only its own work",
         ff::eval(noise);
         if (r.n_ops() != alone_ops || r.n_kernels() != alone_kernels) {
           std::lock_guard lock(m);
-          failures.push_back("seed " + std::to_string(seed) + " iteration " +
-                             std::to_string(it) + ": " + r.summary());
+          failures.push_back("seed " + std::to_string(seed) + " iteration " + std::to_string(it) +
+                             ": " + r.summary());
         }
         Float y = make_array(ff::ScalarType::Float32, n, seed + it).as<Float>();
         std::vector<HostArray> want = snapshot(busy(y));
@@ -314,8 +313,8 @@ TEST_CASE("threads: two threads record concurrently, each only its own work",
           std::string diff = compare(got.at(k), want[k]);
           if (!diff.empty()) {
             std::lock_guard lock(m);
-            failures.push_back("seed " + std::to_string(seed) + " output " +
-                               std::to_string(k) + ": " + diff);
+            failures.push_back("seed " + std::to_string(seed) + " output " + std::to_string(k) +
+                               ": " + diff);
           }
         }
       }
@@ -329,7 +328,8 @@ TEST_CASE("threads: two threads record concurrently, each only its own work",
   t1.join();
   t2.join();
   std::string all;
-  for (auto& f : failures) all += f + "\n";
+  for (auto& f : failures)
+    all += f + "\n";
   INFO(all);
   REQUIRE(failures.empty());
 }

@@ -161,8 +161,8 @@ class KernelBuilder {
   std::span<const KernelArg> args(std::vector<KernelArg>& out) const {
     out.resize(bits_.size());
     for (size_t i = 0; i < bits_.size(); ++i)
-      out[i] = KernelArg{bits_[i], SizeProv(prov_nodes_.data() + prov_ranges_[i].first,
-                                            prov_ranges_[i].second)};
+      out[i] = KernelArg{
+          bits_[i], SizeProv(prov_nodes_.data() + prov_ranges_[i].first, prov_ranges_[i].second)};
     return out;
   }
 
@@ -172,10 +172,9 @@ class KernelBuilder {
       uint64_t word = 0;
       r.buffer->device->backend().copy(&word, r.buffer->ptr, 8, CopyKind::DeviceToHost);
       if (word != 0)
-        return (std::string(r.what) + ": index " +
-                    std::to_string(static_cast<int64_t>(word - 1)) +
-                    " is out of range for an array of size " + std::to_string(r.bound) +
-                    " (FF_DEBUG range check; the access was skipped)");
+        return (std::string(r.what) + ": index " + std::to_string(static_cast<int64_t>(word - 1)) +
+                " is out of range for an array of size " + std::to_string(r.bound) +
+                " (FF_DEBUG range check; the access was skipped)");
     }
     return {};
   }
@@ -218,7 +217,9 @@ uint32_t KernelBuilder::emit(VarId root) {
         in.op = var.size == 1 && size_ != 1 ? IrOp::LoadBroadcast : IrOp::Load;
         in.a = buffer_param(*var.buffer, ParamKind::BufferIn);
         break;
-      case VarKind::Literal: in.imm = var.imm; break;
+      case VarKind::Literal:
+        in.imm = var.imm;
+        break;
       case VarKind::Scalar:
         in.op = IrOp::Scalar;
         in.a = scalar_param(var.type, var.imm, var.value_prov.get());
@@ -241,7 +242,8 @@ uint32_t KernelBuilder::emit(VarId root) {
             *fields[i] = s_[var.dep[i]].scratch;
         }
         break;
-      case VarKind::Empty: throw Error("internal: a freed variable was reached during eval");
+      case VarKind::Empty:
+        throw Error("internal: a freed variable was reached during eval");
     }
     var.scratch = instr(in);
     var.scratch_epoch = epoch_;
@@ -365,13 +367,14 @@ void flush_side_effects() {
 void materialize(VarId v) {
   TracerState& s = state();
   switch (s[v].kind) {
-    case VarKind::Evaluated: return;
+    case VarKind::Evaluated:
+      return;
     case VarKind::Literal: {
       Variable& var = s[v];
       auto buffer = alloc_buffer(var.type, var.size, var.prov.get());
       if (var.size)
-        buffer->device->backend().fill(buffer->ptr, var.size, static_cast<uint32_t>(size_of(var.type)),
-                                  var.imm);
+        buffer->device->backend().fill(buffer->ptr, var.size,
+                                       static_cast<uint32_t>(size_of(var.type)), var.imm);
       Variable& again = s[v];
       again.kind = VarKind::Evaluated;
       again.prov = size_leaf(buffer);
@@ -384,7 +387,8 @@ void materialize(VarId v) {
       eval_roots(roots);
       return;
     }
-    case VarKind::Empty: throw Error("internal: materialize of a freed variable");
+    case VarKind::Empty:
+      throw Error("internal: materialize of a freed variable");
   }
 }
 

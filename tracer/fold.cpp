@@ -11,30 +11,45 @@ namespace {
 
 template <class T>
 T from_bits(uint64_t b) {
-  if constexpr (std::is_same_v<T, bool>) return b != 0;
-  else if constexpr (std::is_same_v<T, float>) return std::bit_cast<float>(static_cast<uint32_t>(b));
-  else if constexpr (std::is_same_v<T, double>) return std::bit_cast<double>(b);
-  else return static_cast<T>(b);
+  if constexpr (std::is_same_v<T, bool>)
+    return b != 0;
+  else if constexpr (std::is_same_v<T, float>)
+    return std::bit_cast<float>(static_cast<uint32_t>(b));
+  else if constexpr (std::is_same_v<T, double>)
+    return std::bit_cast<double>(b);
+  else
+    return static_cast<T>(b);
 }
 
 template <class T>
 uint64_t to_bits(T v) {
-  if constexpr (std::is_same_v<T, bool>) return v ? 1 : 0;
-  else if constexpr (std::is_same_v<T, float>) return std::bit_cast<uint32_t>(v);
-  else if constexpr (std::is_same_v<T, double>) return std::bit_cast<uint64_t>(v);
-  else return static_cast<uint64_t>(v);  // sign-extends signed types
+  if constexpr (std::is_same_v<T, bool>)
+    return v ? 1 : 0;
+  else if constexpr (std::is_same_v<T, float>)
+    return std::bit_cast<uint32_t>(v);
+  else if constexpr (std::is_same_v<T, double>)
+    return std::bit_cast<uint64_t>(v);
+  else
+    return static_cast<uint64_t>(v);  // sign-extends signed types
 }
 
 template <class F>
 auto dispatch(ScalarType t, F&& f) {
   switch (t) {
-    case ScalarType::Bool: return f(bool{});
-    case ScalarType::Int32: return f(int32_t{});
-    case ScalarType::UInt32: return f(uint32_t{});
-    case ScalarType::Int64: return f(int64_t{});
-    case ScalarType::UInt64: return f(uint64_t{});
-    case ScalarType::Float32: return f(float{});
-    case ScalarType::Float64: return f(double{});
+    case ScalarType::Bool:
+      return f(bool{});
+    case ScalarType::Int32:
+      return f(int32_t{});
+    case ScalarType::UInt32:
+      return f(uint32_t{});
+    case ScalarType::Int64:
+      return f(int64_t{});
+    case ScalarType::UInt64:
+      return f(uint64_t{});
+    case ScalarType::Float32:
+      return f(float{});
+    case ScalarType::Float64:
+      return f(double{});
   }
   return f(bool{});
 }
@@ -53,10 +68,12 @@ To saturating_cast(From v) {
 
 template <class To, class From>
 To convert(From v) {
-  if constexpr (std::is_same_v<To, bool>) return v != From(0);
+  if constexpr (std::is_same_v<To, bool>)
+    return v != From(0);
   else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>)
     return saturating_cast<To>(v);
-  else return static_cast<To>(v);
+  else
+    return static_cast<To>(v);
 }
 
 template <class T>
@@ -70,33 +87,54 @@ bool fold_typed(IrOp op, const uint64_t* in, uint64_t& out) {
   constexpr unsigned bits = is_fp || is_b ? 0 : sizeof(T) * 8;
   switch (op) {
     case IrOp::Neg:
-      if constexpr (is_fp) out = to_bits<T>(-a);
-      else if constexpr (!is_b) out = to_bits<T>(static_cast<T>(U(0) - static_cast<U>(a)));
+      if constexpr (is_fp)
+        out = to_bits<T>(-a);
+      else if constexpr (!is_b)
+        out = to_bits<T>(static_cast<T>(U(0) - static_cast<U>(a)));
       return true;
     case IrOp::Not:
-      if constexpr (is_b) out = to_bits<T>(!a);
-      else if constexpr (!is_fp) out = to_bits<T>(static_cast<T>(~static_cast<U>(a)));
+      if constexpr (is_b)
+        out = to_bits<T>(!a);
+      else if constexpr (!is_fp)
+        out = to_bits<T>(static_cast<T>(~static_cast<U>(a)));
       return true;
     case IrOp::Abs:
-      if constexpr (is_fp) out = to_bits<T>(std::fabs(a));
+      if constexpr (is_fp)
+        out = to_bits<T>(std::fabs(a));
       else if constexpr (std::is_signed_v<T>)
         out = to_bits<T>(a < 0 ? static_cast<T>(U(0) - static_cast<U>(a)) : a);
-      else out = to_bits<T>(a);
+      else
+        out = to_bits<T>(a);
       return true;
-    case IrOp::Sqrt: if constexpr (is_fp) out = to_bits<T>(std::sqrt(a)); return true;
-    case IrOp::Floor: if constexpr (is_fp) out = to_bits<T>(std::floor(a)); return true;
-    case IrOp::Ceil: if constexpr (is_fp) out = to_bits<T>(std::ceil(a)); return true;
+    case IrOp::Sqrt:
+      if constexpr (is_fp)
+        out = to_bits<T>(std::sqrt(a));
+      return true;
+    case IrOp::Floor:
+      if constexpr (is_fp)
+        out = to_bits<T>(std::floor(a));
+      return true;
+    case IrOp::Ceil:
+      if constexpr (is_fp)
+        out = to_bits<T>(std::ceil(a));
+      return true;
     case IrOp::Add:
-      if constexpr (is_fp) out = to_bits<T>(a + b);
-      else if constexpr (!is_b) out = to_bits<T>(static_cast<T>(static_cast<U>(a) + static_cast<U>(b)));
+      if constexpr (is_fp)
+        out = to_bits<T>(a + b);
+      else if constexpr (!is_b)
+        out = to_bits<T>(static_cast<T>(static_cast<U>(a) + static_cast<U>(b)));
       return true;
     case IrOp::Sub:
-      if constexpr (is_fp) out = to_bits<T>(a - b);
-      else if constexpr (!is_b) out = to_bits<T>(static_cast<T>(static_cast<U>(a) - static_cast<U>(b)));
+      if constexpr (is_fp)
+        out = to_bits<T>(a - b);
+      else if constexpr (!is_b)
+        out = to_bits<T>(static_cast<T>(static_cast<U>(a) - static_cast<U>(b)));
       return true;
     case IrOp::Mul:
-      if constexpr (is_fp) out = to_bits<T>(a * b);
-      else if constexpr (!is_b) out = to_bits<T>(static_cast<T>(static_cast<U>(a) * static_cast<U>(b)));
+      if constexpr (is_fp)
+        out = to_bits<T>(a * b);
+      else if constexpr (!is_b)
+        out = to_bits<T>(static_cast<T>(static_cast<U>(a) * static_cast<U>(b)));
       return true;
     case IrOp::Div:
     case IrOp::Mod:
@@ -116,21 +154,28 @@ bool fold_typed(IrOp op, const uint64_t* in, uint64_t& out) {
       }
       return true;
     case IrOp::Min:
-      if constexpr (is_fp) out = to_bits<T>(std::fmin(a, b));
-      else out = to_bits<T>(b < a ? b : a);
+      if constexpr (is_fp)
+        out = to_bits<T>(std::fmin(a, b));
+      else
+        out = to_bits<T>(b < a ? b : a);
       return true;
     case IrOp::Max:
-      if constexpr (is_fp) out = to_bits<T>(std::fmax(a, b));
-      else out = to_bits<T>(a < b ? b : a);
+      if constexpr (is_fp)
+        out = to_bits<T>(std::fmax(a, b));
+      else
+        out = to_bits<T>(a < b ? b : a);
       return true;
     case IrOp::And:
-      if constexpr (!is_fp) out = to_bits<T>(static_cast<T>(a & b));
+      if constexpr (!is_fp)
+        out = to_bits<T>(static_cast<T>(a & b));
       return true;
     case IrOp::Or:
-      if constexpr (!is_fp) out = to_bits<T>(static_cast<T>(a | b));
+      if constexpr (!is_fp)
+        out = to_bits<T>(static_cast<T>(a | b));
       return true;
     case IrOp::Xor:
-      if constexpr (!is_fp) out = to_bits<T>(static_cast<T>(a ^ b));
+      if constexpr (!is_fp)
+        out = to_bits<T>(static_cast<T>(a ^ b));
       return true;
     case IrOp::Shl:
       if constexpr (bits != 0)
@@ -142,27 +187,43 @@ bool fold_typed(IrOp op, const uint64_t* in, uint64_t& out) {
         out = to_bits<T>(static_cast<T>(a >> s));  // arithmetic for signed (C++20)
       }
       return true;
-    case IrOp::Eq: out = a == b; return true;
-    case IrOp::Ne: out = a != b; return true;
-    case IrOp::Lt: out = a < b; return true;
-    case IrOp::Le: out = a <= b; return true;
-    case IrOp::Gt: out = a > b; return true;
-    case IrOp::Ge: out = a >= b; return true;
+    case IrOp::Eq:
+      out = a == b;
+      return true;
+    case IrOp::Ne:
+      out = a != b;
+      return true;
+    case IrOp::Lt:
+      out = a < b;
+      return true;
+    case IrOp::Le:
+      out = a <= b;
+      return true;
+    case IrOp::Gt:
+      out = a > b;
+      return true;
+    case IrOp::Ge:
+      out = a >= b;
+      return true;
     case IrOp::Fma:
-      if constexpr (is_fp) out = to_bits<T>(std::fma(a, b, c));
+      if constexpr (is_fp)
+        out = to_bits<T>(std::fma(a, b, c));
       else if constexpr (!is_b)
         out = to_bits<T>(static_cast<T>(static_cast<U>(a) * static_cast<U>(b) + static_cast<U>(c)));
       return true;
-    default: return false;
+    default:
+      return false;
   }
 }
 
 }  // namespace
 
-bool fold(IrOp op, ScalarType type, ScalarType operand_type, const uint64_t* in,
-          uint64_t& result) {
+bool fold(IrOp op, ScalarType type, ScalarType operand_type, const uint64_t* in, uint64_t& result) {
   switch (op) {
-    case IrOp::Exp: case IrOp::Log: case IrOp::Sin: case IrOp::Cos:
+    case IrOp::Exp:
+    case IrOp::Log:
+    case IrOp::Sin:
+    case IrOp::Cos:
       return false;  // left to kernels, so folding never differs from libm-vs-JIT results
     case IrOp::Select:
       result = in[0] ? in[1] : in[2];
@@ -183,9 +244,8 @@ bool fold(IrOp op, ScalarType type, ScalarType operand_type, const uint64_t* in,
         result = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(result)));
       return true;
     default:
-      return dispatch(operand_type, [&](auto tag) {
-        return fold_typed<decltype(tag)>(op, in, result);
-      });
+      return dispatch(operand_type,
+                      [&](auto tag) { return fold_typed<decltype(tag)>(op, in, result); });
   }
 }
 

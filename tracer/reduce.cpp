@@ -19,10 +19,18 @@ VarId var_reduce(Reduction op, VarId a) {
   ScalarType t = state()[a].type;
   ReduceOp rop = ReduceOp::Sum;
   switch (op) {
-    case Reduction::Sum: rop = ReduceOp::Sum; break;
-    case Reduction::Prod: rop = ReduceOp::Prod; break;
-    case Reduction::Min: rop = ReduceOp::Min; break;
-    case Reduction::Max: rop = ReduceOp::Max; break;
+    case Reduction::Sum:
+      rop = ReduceOp::Sum;
+      break;
+    case Reduction::Prod:
+      rop = ReduceOp::Prod;
+      break;
+    case Reduction::Min:
+      rop = ReduceOp::Min;
+      break;
+    case Reduction::Max:
+      rop = ReduceOp::Max;
+      break;
   }
   if (t == ScalarType::Bool && (rop == ReduceOp::Sum || rop == ReduceOp::Prod))
     throw Error("sum/prod of a bool array: cast it to an integer type first");

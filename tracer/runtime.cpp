@@ -1,6 +1,5 @@
 // init/shutdown, flags, logging set-up and statistics of the public API.
 #include "tracer/runtime.h"
-#include "tracer/variable.h"
 
 #include <cstdlib>
 #include <string>
@@ -9,13 +8,14 @@
 #include "common/log.h"
 #include "freezeframe/errors.h"
 #include "freezeframe/init.h"
+#include "tracer/variable.h"
 
 namespace ff {
 namespace detail {
 namespace {
 
 std::mutex g_mutex;
-std::shared_ptr<Device> g_device;          // guarded by g_mutex for writes
+std::shared_ptr<Device> g_device;             // guarded by g_mutex for writes
 std::atomic<Device*> g_device_fast{nullptr};  // lock-free read path
 std::atomic<bool> g_flags[2] = {true, false};
 
@@ -32,7 +32,7 @@ void init_locked(std::string_view spec) {
     g_flags[static_cast<int>(Flag::Debug)] = true;
   auto backend = backend_registry().create(chosen, BackendOptions{});
   logging::tracer().info("initialised backend stack '{}'{}", backend->name(),
-                     debug_checks() ? " with range checks (FF_DEBUG)" : "");
+                         debug_checks() ? " with range checks (FF_DEBUG)" : "");
   g_device = std::make_shared<Device>(std::move(backend));
   g_device_fast = g_device.get();
 }
@@ -50,7 +50,9 @@ Backend& Device::decorate(
   return *owner_;
 }
 
-int& recording_depth() { return state().recording_depth; }
+int& recording_depth() {
+  return state().recording_depth;
+}
 
 const std::shared_ptr<Device>& current_device() {
   std::shared_ptr<Device>& mine = state().device;
@@ -64,7 +66,9 @@ const std::shared_ptr<Device>& current_device() {
   return mine;
 }
 
-bool debug_checks() { return g_flags[static_cast<int>(Flag::Debug)].load(std::memory_order_relaxed); }
+bool debug_checks() {
+  return g_flags[static_cast<int>(Flag::Debug)].load(std::memory_order_relaxed);
+}
 
 }  // namespace detail
 
@@ -87,7 +91,9 @@ bool is_initialized() {
   return detail::g_device != nullptr;
 }
 
-std::string backend_name() { return detail::current_device()->backend().name(); }
+std::string backend_name() {
+  return detail::current_device()->backend().name();
+}
 
 void set_flag(Flag f, bool value) {
   auto i = static_cast<size_t>(f);
@@ -105,7 +111,7 @@ bool flag(Flag f) {
 
 void set_log_level(LogLevel level) {
   static const spdlog::level::level_enum map[] = {
-      spdlog::level::trace, spdlog::level::debug, spdlog::level::info,    spdlog::level::warn,
+      spdlog::level::trace, spdlog::level::debug,    spdlog::level::info, spdlog::level::warn,
       spdlog::level::err,   spdlog::level::critical, spdlog::level::off};
   logging::set_all_levels(map[static_cast<int>(level)]);
 }
@@ -128,10 +134,16 @@ Stats stats() {
   return s;
 }
 
-void reset_peak_memory() { detail::current_device()->backend().reset_peak(); }
+void reset_peak_memory() {
+  detail::current_device()->backend().reset_peak();
+}
 
-void sync() { detail::current_device()->backend().sync(); }
+void sync() {
+  detail::current_device()->backend().sync();
+}
 
-void flush_kernel_cache() { detail::current_device()->backend().flush_kernels(); }
+void flush_kernel_cache() {
+  detail::current_device()->backend().flush_kernels();
+}
 
 }  // namespace ff

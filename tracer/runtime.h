@@ -18,11 +18,14 @@ namespace ff::detail {
 class Device {
  public:
   explicit Device(std::unique_ptr<Backend> b) : owner_(std::move(b)), top_(owner_.get()) {}
+
   Backend& backend() const { return *top_.load(std::memory_order_acquire); }
+
   /// Replaces the top with `decorate(old top)` unless `keep(top)` says it already fits.
   /// Returns the (new or kept) top.
-  Backend& decorate(const std::function<bool(Backend&)>& keep,
-                    const std::function<std::unique_ptr<Backend>(std::unique_ptr<Backend>)>& decorate);
+  Backend& decorate(
+      const std::function<bool(Backend&)>& keep,
+      const std::function<std::unique_ptr<Backend>(std::unique_ptr<Backend>)>& decorate);
 
  private:
   std::mutex mutex_;

@@ -35,8 +35,12 @@ void flatten(const SizeExprNode* e, uint64_t value, std::vector<SizeNode>& out) 
     return;
   }
   switch (e->op) {
-    case SizeOp::Const: out.push_back({SizeOp::Const, e->value, nullptr}); break;
-    case SizeOp::BufferSize: out.push_back({SizeOp::BufferSize, e->value, e->buffer->ptr}); break;
+    case SizeOp::Const:
+      out.push_back({SizeOp::Const, e->value, nullptr});
+      break;
+    case SizeOp::BufferSize:
+      out.push_back({SizeOp::BufferSize, e->value, e->buffer->ptr});
+      break;
     default:
       flatten(e->lhs.get(), e->lhs ? e->lhs->value : 0, out);
       flatten(e->rhs.get(), e->rhs ? e->rhs->value : 0, out);
@@ -89,14 +93,17 @@ Size::Size(std::shared_ptr<const detail::SizeExprNode> expr)
     expr_.reset();  // a constant carries no provenance
 }
 
-bool Size::has_provenance() const { return expr_ != nullptr; }
+bool Size::has_provenance() const {
+  return expr_ != nullptr;
+}
 
 Size::operator size_t() const {
   if (expr_ && detail::recording_depth() > 0)
-    logging::tracer().warn("the size {} = {} was converted to a plain integer inside a recording: "
-                       "its provenance is lost and it replays as the constant {} (keep it an "
-                       "ff::Size to replay at other sizes)",
-                       to_string(), value_, value_);
+    logging::tracer().warn(
+        "the size {} = {} was converted to a plain integer inside a recording: "
+        "its provenance is lost and it replays as the constant {} (keep it an "
+        "ff::Size to replay at other sizes)",
+        to_string(), value_, value_);
   return value_;
 }
 
@@ -140,18 +147,23 @@ Size max(const Size& a, const Size& b) {
 bool operator==(const Size& a, const Size& b) {
   return detail::compare(SizeCmp::Eq, a, b, "size comparison ==");
 }
+
 bool operator!=(const Size& a, const Size& b) {
   return detail::compare(SizeCmp::Ne, a, b, "size comparison !=");
 }
+
 bool operator<(const Size& a, const Size& b) {
   return detail::compare(SizeCmp::Lt, a, b, "size comparison <");
 }
+
 bool operator<=(const Size& a, const Size& b) {
   return detail::compare(SizeCmp::Le, a, b, "size comparison <=");
 }
+
 bool operator>(const Size& a, const Size& b) {
   return detail::compare(SizeCmp::Gt, a, b, "size comparison >");
 }
+
 bool operator>=(const Size& a, const Size& b) {
   return detail::compare(SizeCmp::Ge, a, b, "size comparison >=");
 }

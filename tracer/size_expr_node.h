@@ -19,6 +19,7 @@ struct SizeExprNode {
   std::shared_ptr<Buffer> buffer;
   std::shared_ptr<const SizeExprNode> lhs, rhs;
 };
+
 using SizeExprPtr = std::shared_ptr<const SizeExprNode>;
 
 /// A leaf for the logical size of `buffer`.

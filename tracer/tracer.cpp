@@ -93,45 +93,75 @@ void dec_ref(VarId v) noexcept {
 namespace {
 
 const char* op_name(Op op) {
-  static const char* const names[] = {
-      "neg", "not", "abs", "sqrt", "exp", "log", "sin", "cos", "floor", "ceil", "add",
-      "sub", "mul", "div", "mod", "min", "max", "and", "or", "xor", "shl", "shr",
-      "eq",  "ne",  "lt",  "le",  "gt",  "ge",  "fma", "select"};
+  static const char* const names[] = {"neg",   "not",  "abs", "sqrt", "exp", "log",   "sin", "cos",
+                                      "floor", "ceil", "add", "sub",  "mul", "div",   "mod", "min",
+                                      "max",   "and",  "or",  "xor",  "shl", "shr",   "eq",  "ne",
+                                      "lt",    "le",   "gt",  "ge",   "fma", "select"};
   return names[static_cast<int>(op)];
 }
 
 IrOp to_ir(Op op) {
   switch (op) {
-    case Op::Neg: return IrOp::Neg;
-    case Op::Not: return IrOp::Not;
-    case Op::Abs: return IrOp::Abs;
-    case Op::Sqrt: return IrOp::Sqrt;
-    case Op::Exp: return IrOp::Exp;
-    case Op::Log: return IrOp::Log;
-    case Op::Sin: return IrOp::Sin;
-    case Op::Cos: return IrOp::Cos;
-    case Op::Floor: return IrOp::Floor;
-    case Op::Ceil: return IrOp::Ceil;
-    case Op::Add: return IrOp::Add;
-    case Op::Sub: return IrOp::Sub;
-    case Op::Mul: return IrOp::Mul;
-    case Op::Div: return IrOp::Div;
-    case Op::Mod: return IrOp::Mod;
-    case Op::Min: return IrOp::Min;
-    case Op::Max: return IrOp::Max;
-    case Op::And: return IrOp::And;
-    case Op::Or: return IrOp::Or;
-    case Op::Xor: return IrOp::Xor;
-    case Op::Shl: return IrOp::Shl;
-    case Op::Shr: return IrOp::Shr;
-    case Op::Eq: return IrOp::Eq;
-    case Op::Ne: return IrOp::Ne;
-    case Op::Lt: return IrOp::Lt;
-    case Op::Le: return IrOp::Le;
-    case Op::Gt: return IrOp::Gt;
-    case Op::Ge: return IrOp::Ge;
-    case Op::Fma: return IrOp::Fma;
-    case Op::Select: return IrOp::Select;
+    case Op::Neg:
+      return IrOp::Neg;
+    case Op::Not:
+      return IrOp::Not;
+    case Op::Abs:
+      return IrOp::Abs;
+    case Op::Sqrt:
+      return IrOp::Sqrt;
+    case Op::Exp:
+      return IrOp::Exp;
+    case Op::Log:
+      return IrOp::Log;
+    case Op::Sin:
+      return IrOp::Sin;
+    case Op::Cos:
+      return IrOp::Cos;
+    case Op::Floor:
+      return IrOp::Floor;
+    case Op::Ceil:
+      return IrOp::Ceil;
+    case Op::Add:
+      return IrOp::Add;
+    case Op::Sub:
+      return IrOp::Sub;
+    case Op::Mul:
+      return IrOp::Mul;
+    case Op::Div:
+      return IrOp::Div;
+    case Op::Mod:
+      return IrOp::Mod;
+    case Op::Min:
+      return IrOp::Min;
+    case Op::Max:
+      return IrOp::Max;
+    case Op::And:
+      return IrOp::And;
+    case Op::Or:
+      return IrOp::Or;
+    case Op::Xor:
+      return IrOp::Xor;
+    case Op::Shl:
+      return IrOp::Shl;
+    case Op::Shr:
+      return IrOp::Shr;
+    case Op::Eq:
+      return IrOp::Eq;
+    case Op::Ne:
+      return IrOp::Ne;
+    case Op::Lt:
+      return IrOp::Lt;
+    case Op::Le:
+      return IrOp::Le;
+    case Op::Gt:
+      return IrOp::Gt;
+    case Op::Ge:
+      return IrOp::Ge;
+    case Op::Fma:
+      return IrOp::Fma;
+    case Op::Select:
+      return IrOp::Select;
   }
   return IrOp::Add;
 }
@@ -254,12 +284,16 @@ VarId make_op(IrOp op, ScalarType type, const SizeDecision& sd, std::initializer
 
 }  // namespace
 
-SizeExprPtr width_expr(VarId v) { return state()[v].prov; }
+SizeExprPtr width_expr(VarId v) {
+  return state()[v].prov;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Variable creation
 
-VarId var_empty(ScalarType t) { return new_literal(t, 0, 0, nullptr); }
+VarId var_empty(ScalarType t) {
+  return new_literal(t, 0, 0, nullptr);
+}
 
 VarId var_literal(ScalarType t, uint64_t bits, const Size& size) {
   return new_literal(t, bits, size.value(), size.expr());
@@ -386,7 +420,7 @@ void var_scatter(VarId* target, VarId value, VarId index, VarId mask, bool add) 
     auto copy = alloc_buffer(old.type, old.size, old.prov.get());
     if (old.size)
       copy->device->backend().copy(copy->ptr, old.buffer->ptr, old.size * size_of(old.type),
-                              CopyKind::DeviceToDevice);
+                                   CopyKind::DeviceToDevice);
     VarId fresh = var_from_buffer(std::move(copy));
     dec_ref(*target);
     *target = fresh;
@@ -403,9 +437,13 @@ void var_scatter(VarId* target, VarId value, VarId index, VarId mask, bool add) 
 // ---------------------------------------------------------------------------------------------
 // Queries
 
-uint64_t var_size(VarId v) { return state()[v].size; }
+uint64_t var_size(VarId v) {
+  return state()[v].size;
+}
 
-ScalarType var_type(VarId v) { return state()[v].type; }
+ScalarType var_type(VarId v) {
+  return state()[v].type;
+}
 
 Size var_width(VarId v) {
   TracerState& s = state();

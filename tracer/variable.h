@@ -24,7 +24,9 @@ struct Buffer {
 
   Buffer(void* p, uint64_t n, ScalarType t, std::shared_ptr<Device> d)
       : ptr(p), size(n), type(t), device(std::move(d)) {}
+
   ~Buffer() { device->backend().release(ptr); }
+
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
 };
@@ -42,10 +44,10 @@ struct Variable {
   VarKind kind = VarKind::Empty;
   IrOp op = IrOp::Literal;  // for VarKind::Op
   ScalarType type = ScalarType::Float32;
-  bool dirty = false;       // a pending scatter writes this variable's buffer
-  uint32_t refs = 0;        // handles plus other variables that use it
+  bool dirty = false;  // a pending scatter writes this variable's buffer
+  uint32_t refs = 0;   // handles plus other variables that use it
   VarId dep[4] = {0, 0, 0, 0};
-  uint64_t imm = 0;         // literal bits, scalar value
+  uint64_t imm = 0;  // literal bits, scalar value
   uint64_t size = 0;
   std::shared_ptr<Buffer> buffer;  // VarKind::Evaluated
   SizeExprPtr prov;                // where `size` came from; null = the constant `size`
@@ -66,7 +68,7 @@ struct SideEffect {
 /// Per-thread tracing state: everything the hot path needs behind one thread-local access.
 struct TracerState {
   std::shared_ptr<Device> device;  // this thread's reference to the current stack
-  std::vector<Variable> vars{1};  // index 0 is "no variable"
+  std::vector<Variable> vars{1};   // index 0 is "no variable"
   std::vector<VarId> free_list;
   std::vector<SideEffect> side_effects;
   uint32_t epoch = 0;
@@ -86,6 +88,7 @@ struct TracerState {
   } scratch;
 
   Variable& operator[](VarId v) { return vars[v]; }
+
   VarId alloc_var();
   void free_var(VarId v);
 };
@@ -96,12 +99,18 @@ TracerState& state();
 class VarRef {
  public:
   VarRef() = default;
+
   explicit VarRef(VarId v) : v_(v) {}  // takes over a reference
+
   VarRef(const VarRef&) = delete;
   VarRef& operator=(const VarRef&) = delete;
+
   VarRef(VarRef&& o) noexcept : v_(o.v_) { o.v_ = 0; }
+
   ~VarRef() { dec_ref(v_); }
+
   VarId get() const { return v_; }
+
   VarId release() {
     VarId v = v_;
     v_ = 0;

@@ -10,59 +10,89 @@ namespace ff {
 
 const char* to_string(ScalarType t) {
   switch (t) {
-    case ScalarType::Bool: return "bool";
-    case ScalarType::Int32: return "int32";
-    case ScalarType::UInt32: return "uint32";
-    case ScalarType::Int64: return "int64";
-    case ScalarType::UInt64: return "uint64";
-    case ScalarType::Float32: return "float32";
-    case ScalarType::Float64: return "float64";
+    case ScalarType::Bool:
+      return "bool";
+    case ScalarType::Int32:
+      return "int32";
+    case ScalarType::UInt32:
+      return "uint32";
+    case ScalarType::Int64:
+      return "int64";
+    case ScalarType::UInt64:
+      return "uint64";
+    case ScalarType::Float32:
+      return "float32";
+    case ScalarType::Float64:
+      return "float64";
   }
   return "invalid-type";
 }
 
 const char* to_string(IrOp op) {
   static const char* const names[kNumIrOps] = {
-      "index", "literal", "scalar", "load", "load_broadcast", "gather", "store", "scatter",
-      "scatter_add", "neg", "not", "abs", "sqrt", "exp", "log", "sin", "cos", "floor", "ceil",
-      "cast", "bitcast", "add", "sub", "mul", "div", "mod", "min", "max", "and", "or", "xor",
-      "shl", "shr", "eq", "ne", "lt", "le", "gt", "ge", "fma", "select"};
+      "index",   "literal", "scalar",  "load",        "load_broadcast",
+      "gather",  "store",   "scatter", "scatter_add", "neg",
+      "not",     "abs",     "sqrt",    "exp",         "log",
+      "sin",     "cos",     "floor",   "ceil",        "cast",
+      "bitcast", "add",     "sub",     "mul",         "div",
+      "mod",     "min",     "max",     "and",         "or",
+      "xor",     "shl",     "shr",     "eq",          "ne",
+      "lt",      "le",      "gt",      "ge",          "fma",
+      "select"};
   auto i = static_cast<unsigned>(op);
   return i < kNumIrOps ? names[i] : "invalid-op";
 }
 
 const char* to_string(ParamKind k) {
   switch (k) {
-    case ParamKind::BufferIn: return "in";
-    case ParamKind::BufferOut: return "out";
-    case ParamKind::BufferInOut: return "inout";
-    case ParamKind::Scalar: return "scalar";
+    case ParamKind::BufferIn:
+      return "in";
+    case ParamKind::BufferOut:
+      return "out";
+    case ParamKind::BufferInOut:
+      return "inout";
+    case ParamKind::Scalar:
+      return "scalar";
   }
   return "invalid-param";
 }
 
 const char* to_string(SizeOp op) {
   switch (op) {
-    case SizeOp::Const: return "const";
-    case SizeOp::BufferSize: return "size";
-    case SizeOp::Add: return "+";
-    case SizeOp::Sub: return "-";
-    case SizeOp::Mul: return "*";
-    case SizeOp::Div: return "/";
-    case SizeOp::Min: return "min";
-    case SizeOp::Max: return "max";
+    case SizeOp::Const:
+      return "const";
+    case SizeOp::BufferSize:
+      return "size";
+    case SizeOp::Add:
+      return "+";
+    case SizeOp::Sub:
+      return "-";
+    case SizeOp::Mul:
+      return "*";
+    case SizeOp::Div:
+      return "/";
+    case SizeOp::Min:
+      return "min";
+    case SizeOp::Max:
+      return "max";
   }
   return "invalid-size-op";
 }
 
 const char* to_string(SizeCmp c) {
   switch (c) {
-    case SizeCmp::Eq: return "==";
-    case SizeCmp::Ne: return "!=";
-    case SizeCmp::Lt: return "<";
-    case SizeCmp::Le: return "<=";
-    case SizeCmp::Gt: return ">";
-    case SizeCmp::Ge: return ">=";
+    case SizeCmp::Eq:
+      return "==";
+    case SizeCmp::Ne:
+      return "!=";
+    case SizeCmp::Lt:
+      return "<";
+    case SizeCmp::Le:
+      return "<=";
+    case SizeCmp::Gt:
+      return ">";
+    case SizeCmp::Ge:
+      return ">=";
   }
   return "invalid-cmp";
 }
@@ -73,7 +103,9 @@ std::string to_string(SizeProv prov) {
   std::vector<std::string> stack;
   for (const SizeNode& n : prov) {
     switch (n.op) {
-      case SizeOp::Const: stack.push_back(std::to_string(n.value)); break;
+      case SizeOp::Const:
+        stack.push_back(std::to_string(n.value));
+        break;
       case SizeOp::BufferSize: {
         char buf[40];
         std::snprintf(buf, sizeof buf, "size(%p)", n.buffer);
@@ -198,8 +230,7 @@ void KernelIR::validate() const {
     };
     auto buffer = [&](uint32_t p, bool reads, bool writes) {
       const IrParam& pr = param(p, "buffer");
-      bool ok = pr.kind == ParamKind::BufferInOut ||
-                (pr.kind == ParamKind::BufferIn && !writes) ||
+      bool ok = pr.kind == ParamKind::BufferInOut || (pr.kind == ParamKind::BufferIn && !writes) ||
                 (pr.kind == ParamKind::BufferOut && !reads);
       if (!ok)
         fail(k, std::string("parameter ") + std::to_string(p) + " is '" + ff::to_string(pr.kind) +
@@ -232,13 +263,16 @@ void KernelIR::validate() const {
         if (!num)
           fail(k, "index cannot be bool");
         break;
-      case IrOp::Literal: break;
+      case IrOp::Literal:
+        break;
       case IrOp::Scalar:
         if (param(in.a, "scalar").kind != ParamKind::Scalar || params[in.a].type != t)
           fail(k, "must name a scalar parameter of its type");
         break;
       case IrOp::Load:
-      case IrOp::LoadBroadcast: buffer(in.a, true, false); break;
+      case IrOp::LoadBroadcast:
+        buffer(in.a, true, false);
+        break;
       case IrOp::Gather:
         buffer(in.a, true, false);
         if (!is_integer(value(in.b, "index")))
@@ -276,39 +310,59 @@ void KernelIR::validate() const {
           fail(k, "needs an integer or bool type");
         same(value(in.a, "operand"), "operand");
         break;
-      case IrOp::Sqrt: case IrOp::Exp: case IrOp::Log: case IrOp::Sin: case IrOp::Cos:
-      case IrOp::Floor: case IrOp::Ceil:
+      case IrOp::Sqrt:
+      case IrOp::Exp:
+      case IrOp::Log:
+      case IrOp::Sin:
+      case IrOp::Cos:
+      case IrOp::Floor:
+      case IrOp::Ceil:
         if (!is_float(t))
           fail(k, "needs a float type");
         same(value(in.a, "operand"), "operand");
         break;
-      case IrOp::Cast: value(in.a, "operand"); break;
+      case IrOp::Cast:
+        value(in.a, "operand");
+        break;
       case IrOp::Bitcast: {
         ScalarType from = value(in.a, "operand");
         if (size_of(from) != size_of(t) || from == ScalarType::Bool || t == ScalarType::Bool)
           fail(k, "bitcast needs two non-bool types of one width");
         break;
       }
-      case IrOp::Add: case IrOp::Sub: case IrOp::Mul: case IrOp::Div: case IrOp::Min:
+      case IrOp::Add:
+      case IrOp::Sub:
+      case IrOp::Mul:
+      case IrOp::Div:
+      case IrOp::Min:
       case IrOp::Max:
         if (!num)
           fail(k, "needs a numeric type");
         same(value(in.a, "lhs"), "lhs");
         same(value(in.b, "rhs"), "rhs");
         break;
-      case IrOp::Mod: case IrOp::Shl: case IrOp::Shr:
+      case IrOp::Mod:
+      case IrOp::Shl:
+      case IrOp::Shr:
         if (!is_integer(t))
           fail(k, "needs an integer type");
         same(value(in.a, "lhs"), "lhs");
         same(value(in.b, "rhs"), "rhs");
         break;
-      case IrOp::And: case IrOp::Or: case IrOp::Xor:
+      case IrOp::And:
+      case IrOp::Or:
+      case IrOp::Xor:
         if (is_float(t))
           fail(k, "needs an integer or bool type");
         same(value(in.a, "lhs"), "lhs");
         same(value(in.b, "rhs"), "rhs");
         break;
-      case IrOp::Eq: case IrOp::Ne: case IrOp::Lt: case IrOp::Le: case IrOp::Gt: case IrOp::Ge:
+      case IrOp::Eq:
+      case IrOp::Ne:
+      case IrOp::Lt:
+      case IrOp::Le:
+      case IrOp::Gt:
+      case IrOp::Ge:
         if (t != ScalarType::Bool)
           fail(k, "comparison result must be bool");
         if (value(in.a, "lhs") != value(in.b, "rhs"))

@@ -32,14 +32,37 @@ enum class IrOp : uint8_t {
                    // Writes are dropped where masked or out of range.
   ScatterAdd = 8,  // as Scatter, but an atomic buf[index] += value
   // Unary (a).
-  Neg = 9, Not = 10, Abs = 11, Sqrt = 12, Exp = 13, Log = 14, Sin = 15, Cos = 16,
-  Floor = 17, Ceil = 18,
+  Neg = 9,
+  Not = 10,
+  Abs = 11,
+  Sqrt = 12,
+  Exp = 13,
+  Log = 14,
+  Sin = 15,
+  Cos = 16,
+  Floor = 17,
+  Ceil = 18,
   Cast = 19,     // numeric conversion from the type of a to `type`
   Bitcast = 20,  // reinterpretation; both types have the same width
   // Binary (a, b).
-  Add = 21, Sub = 22, Mul = 23, Div = 24, Mod = 25, Min = 26, Max = 27,
-  And = 28, Or = 29, Xor = 30, Shl = 31, Shr = 32,
-  Eq = 33, Ne = 34, Lt = 35, Le = 36, Gt = 37, Ge = 38,  // type = Bool; operands share a type
+  Add = 21,
+  Sub = 22,
+  Mul = 23,
+  Div = 24,
+  Mod = 25,
+  Min = 26,
+  Max = 27,
+  And = 28,
+  Or = 29,
+  Xor = 30,
+  Shl = 31,
+  Shr = 32,
+  Eq = 33,
+  Ne = 34,
+  Lt = 35,
+  Le = 36,
+  Gt = 37,
+  Ge = 38,  // type = Bool; operands share a type
   // Ternary.
   Fma = 39,     // a * b + c (fused for floats)
   Select = 40,  // a: Bool mask, b: value if true, c: value if false
@@ -65,6 +88,7 @@ struct IrInstr {
   uint64_t imm = 0;
   friend bool operator==(const IrInstr&, const IrInstr&) = default;
 };
+
 static_assert(sizeof(IrInstr) == 32);
 
 /// How a kernel parameter is passed: a buffer pointer or a 64-bit scalar value.

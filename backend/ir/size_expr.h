@@ -16,9 +16,12 @@ namespace ff {
 enum class SizeOp : uint8_t {
   Const = 0,       // value
   BufferSize = 1,  // logical element count of the live buffer at `buffer`
-  Add = 2, Sub = 3, Mul = 4,
+  Add = 2,
+  Sub = 3,
+  Mul = 4,
   Div = 5,  // floor division; division by zero is refused
-  Min = 6, Max = 7,
+  Min = 6,
+  Max = 7,
 };
 const char* to_string(SizeOp op);
 
@@ -38,12 +41,18 @@ const char* to_string(SizeCmp c);
 /// Evaluates `a cmp b`.
 constexpr bool compare(SizeCmp cmp, uint64_t a, uint64_t b) {
   switch (cmp) {
-    case SizeCmp::Eq: return a == b;
-    case SizeCmp::Ne: return a != b;
-    case SizeCmp::Lt: return a < b;
-    case SizeCmp::Le: return a <= b;
-    case SizeCmp::Gt: return a > b;
-    case SizeCmp::Ge: return a >= b;
+    case SizeCmp::Eq:
+      return a == b;
+    case SizeCmp::Ne:
+      return a != b;
+    case SizeCmp::Lt:
+      return a < b;
+    case SizeCmp::Le:
+      return a <= b;
+    case SizeCmp::Gt:
+      return a > b;
+    case SizeCmp::Ge:
+      return a >= b;
   }
   return false;
 }

@@ -64,6 +64,7 @@ template <class T>
 struct ArithOf {
   using type = T;
 };
+
 template <std::integral T>
 struct ArithOf<T> {
   using type = std::make_unsigned_t<T>;
@@ -262,13 +263,20 @@ void fill_typed(ThreadPool& pool, void* ptr, size_t count, uint64_t value) {
 void host_reduce(ThreadPool& pool, ReduceOp op, ScalarType type, const void* in, size_t count,
                  void* out) {
   switch (type) {
-    case ScalarType::Bool: return reduce_bool(pool, op, in, count, out);
-    case ScalarType::Int32: return reduce_typed<int32_t>(pool, op, type, in, count, out);
-    case ScalarType::UInt32: return reduce_typed<uint32_t>(pool, op, type, in, count, out);
-    case ScalarType::Int64: return reduce_typed<int64_t>(pool, op, type, in, count, out);
-    case ScalarType::UInt64: return reduce_typed<uint64_t>(pool, op, type, in, count, out);
-    case ScalarType::Float32: return reduce_typed<float>(pool, op, type, in, count, out);
-    case ScalarType::Float64: return reduce_typed<double>(pool, op, type, in, count, out);
+    case ScalarType::Bool:
+      return reduce_bool(pool, op, in, count, out);
+    case ScalarType::Int32:
+      return reduce_typed<int32_t>(pool, op, type, in, count, out);
+    case ScalarType::UInt32:
+      return reduce_typed<uint32_t>(pool, op, type, in, count, out);
+    case ScalarType::Int64:
+      return reduce_typed<int64_t>(pool, op, type, in, count, out);
+    case ScalarType::UInt64:
+      return reduce_typed<uint64_t>(pool, op, type, in, count, out);
+    case ScalarType::Float32:
+      return reduce_typed<float>(pool, op, type, in, count, out);
+    case ScalarType::Float64:
+      return reduce_typed<double>(pool, op, type, in, count, out);
   }
   throw BackendError("llvm backend: reduce of an invalid type");
 }
@@ -276,16 +284,22 @@ void host_reduce(ThreadPool& pool, ReduceOp op, ScalarType type, const void* in,
 void host_prefix_sum(ThreadPool& pool, ScalarType type, bool exclusive, const void* in,
                      size_t count, void* out) {
   switch (type) {
-    case ScalarType::Int32: return prefix_sum_typed<int32_t>(pool, exclusive, in, count, out);
-    case ScalarType::UInt32: return prefix_sum_typed<uint32_t>(pool, exclusive, in, count, out);
-    case ScalarType::Int64: return prefix_sum_typed<int64_t>(pool, exclusive, in, count, out);
-    case ScalarType::UInt64: return prefix_sum_typed<uint64_t>(pool, exclusive, in, count, out);
-    case ScalarType::Float32: return prefix_sum_typed<float>(pool, exclusive, in, count, out);
-    case ScalarType::Float64: return prefix_sum_typed<double>(pool, exclusive, in, count, out);
-    default: break;
+    case ScalarType::Int32:
+      return prefix_sum_typed<int32_t>(pool, exclusive, in, count, out);
+    case ScalarType::UInt32:
+      return prefix_sum_typed<uint32_t>(pool, exclusive, in, count, out);
+    case ScalarType::Int64:
+      return prefix_sum_typed<int64_t>(pool, exclusive, in, count, out);
+    case ScalarType::UInt64:
+      return prefix_sum_typed<uint64_t>(pool, exclusive, in, count, out);
+    case ScalarType::Float32:
+      return prefix_sum_typed<float>(pool, exclusive, in, count, out);
+    case ScalarType::Float64:
+      return prefix_sum_typed<double>(pool, exclusive, in, count, out);
+    default:
+      break;
   }
-  throw BackendError(std::string("llvm backend: prefix_sum is not defined for ") +
-                     to_string(type));
+  throw BackendError(std::string("llvm backend: prefix_sum is not defined for ") + to_string(type));
 }
 
 size_t host_compress(ThreadPool& pool, const uint8_t* mask, size_t count, uint32_t* out) {
@@ -313,10 +327,14 @@ size_t host_compress(ThreadPool& pool, const uint8_t* mask, size_t count, uint32
 
 void host_fill(ThreadPool& pool, void* ptr, size_t count, uint32_t elem_size, uint64_t value) {
   switch (elem_size) {
-    case 1: return fill_typed<uint8_t>(pool, ptr, count, value);
-    case 2: return fill_typed<uint16_t>(pool, ptr, count, value);
-    case 4: return fill_typed<uint32_t>(pool, ptr, count, value);
-    case 8: return fill_typed<uint64_t>(pool, ptr, count, value);
+    case 1:
+      return fill_typed<uint8_t>(pool, ptr, count, value);
+    case 2:
+      return fill_typed<uint16_t>(pool, ptr, count, value);
+    case 4:
+      return fill_typed<uint32_t>(pool, ptr, count, value);
+    case 8:
+      return fill_typed<uint64_t>(pool, ptr, count, value);
     default:
       throw BackendError("llvm backend: fill element size " + std::to_string(elem_size) +
                          " is not 1, 2, 4 or 8");

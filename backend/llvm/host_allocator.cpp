@@ -2,9 +2,9 @@
 // size class and requested size, so release() needs no lookup table.
 #include "backend/llvm/host_allocator.h"
 
-#include <bit>
 #include <unistd.h>
 
+#include <bit>
 #include <cstdlib>
 #include <string>
 
@@ -32,9 +32,12 @@ struct alignas(kAlign) Header {
   uint64_t bytes;  // requested bytes
   uint32_t cls;    // size class index
 };
+
 static_assert(sizeof(Header) == kAlign);
 
-Header* header_of(void* p) { return static_cast<Header*>(p) - 1; }
+Header* header_of(void* p) {
+  return static_cast<Header*>(p) - 1;
+}
 
 }  // namespace
 
@@ -57,7 +60,9 @@ HostAllocator::HostAllocator(uint64_t max_cached_bytes) : max_cached_(max_cached
   }
 }
 
-HostAllocator::~HostAllocator() { trim(); }
+HostAllocator::~HostAllocator() {
+  trim();
+}
 
 void* HostAllocator::alloc(size_t bytes) {
   if (bytes > (size_t{1} << 60))

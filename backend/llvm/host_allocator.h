@@ -40,6 +40,7 @@ class HostAllocator {
     unsigned index;
     size_t bytes;
   };
+
   static SizeClass size_class(size_t bytes);
 
  private:

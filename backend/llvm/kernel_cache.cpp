@@ -11,7 +11,9 @@
 namespace ff::llvm_backend {
 namespace {
 
-void bump(std::atomic<uint64_t>& counter) { counter.fetch_add(1, std::memory_order_relaxed); }
+void bump(std::atomic<uint64_t>& counter) {
+  counter.fetch_add(1, std::memory_order_relaxed);
+}
 
 // A small kernel touching what most kernels use (vector loads/stores, float and integer
 // arithmetic, compare/select, the masked tail), compiled once to warm LLVM up.
@@ -44,8 +46,7 @@ KernelIR warm_up_kernel() {
 
 }  // namespace
 
-LlvmKernel::LlvmKernel(std::shared_ptr<const KernelIR> ir, std::unique_ptr<JitCode> code,
-                       Tier tier)
+LlvmKernel::LlvmKernel(std::shared_ptr<const KernelIR> ir, std::unique_ptr<JitCode> code, Tier tier)
     : CompiledKernel(std::move(ir)),
       n_params_(this->ir().params.size()),
       first_(std::move(code)),
@@ -144,10 +145,10 @@ KernelHandle KernelCache::compile(const KernelIR& ir) {
   auto& logger = ff::logging::llvm();
   if (logger.should_log(spdlog::level::debug))
     logger.debug("compiled kernel {} ({} instructions, {} params, {} tier) in {:.2f} ms",
-              ir.hash.to_hex(), ir.instrs.size(), ir.params.size(),
-              tier == Tier::Quick ? "quick" : "optimized",
-              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                  .count());
+                 ir.hash.to_hex(), ir.instrs.size(), ir.params.size(),
+                 tier == Tier::Quick ? "quick" : "optimized",
+                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                     .count());
   return kernel;
 }
 
@@ -202,7 +203,7 @@ void KernelCache::tier_up_main() {
               .count());
     } catch (const std::exception& e) {
       ff::logging::llvm().warn("optimising kernel {} failed, it stays at the quick tier: {}",
-                           kernel->hash().to_hex(), e.what());
+                               kernel->hash().to_hex(), e.what());
     }
   }
 }

@@ -26,7 +26,9 @@ class LlvmKernel final : public CompiledKernel {
   LlvmKernel(std::shared_ptr<const KernelIR> ir, std::unique_ptr<JitCode> code, Tier tier);
 
   KernelFn entry() const { return entry_.load(std::memory_order_acquire); }
+
   size_t n_params() const { return n_params_; }
+
   Tier tier() const { return tier_.load(std::memory_order_acquire); }
 
   /// Adds launch work; true exactly once, when the kernel should be re-compiled optimised.
@@ -75,7 +77,9 @@ class KernelCache {
   }
 
   uint64_t compiles() const { return compiles_.load(std::memory_order_relaxed); }
+
   uint64_t cache_hits() const { return cache_hits_.load(std::memory_order_relaxed); }
+
   uint64_t generation() const { return generation_.load(std::memory_order_relaxed); }
 
  private:
@@ -95,7 +99,7 @@ class KernelCache {
   std::mutex compile_mutex_;  // one first-tier compile at a time; guards jit_ and warm_up_
   std::unique_ptr<LlvmJit> jit_;
   std::thread warm_up_;
-  std::unique_ptr<LlvmJit> warm_jit_;  // the warm-up thread's result, taken after joining it
+  std::unique_ptr<LlvmJit> warm_jit_;         // the warm-up thread's result, taken after joining it
   std::atomic<bool> compile_waiting_{false};  // a compile waits for the warm-up thread
 
   std::mutex tier_mutex_;  // guards the tier-up queue and thread

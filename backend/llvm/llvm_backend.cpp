@@ -31,7 +31,9 @@ struct LaunchCtx {
   size_t size, block;
 };
 
-void bump(std::atomic<uint64_t>& counter) { counter.fetch_add(1, std::memory_order_relaxed); }
+void bump(std::atomic<uint64_t>& counter) {
+  counter.fetch_add(1, std::memory_order_relaxed);
+}
 
 class LlvmBackend final : public Backend {
  public:
@@ -41,6 +43,7 @@ class LlvmBackend final : public Backend {
         parallel_min_elems_(std::max<size_t>(tuning.parallel_min_elems, 1)) {
     ff::logging::llvm().info("llvm backend: {} threads", pool_.n_threads());
   }
+
   ~LlvmBackend() override {
     if (uint64_t live = alloc_.bytes_allocated())
       ff::logging::llvm().debug("llvm backend destroyed with {} bytes still allocated", live);
@@ -53,8 +56,8 @@ class LlvmBackend final : public Backend {
       throw BackendError("llvm backend: alloc of an invalid element type");
     size_t elem = size_of(type);
     if (count > (size_t{1} << 60) / elem)
-      throw BackendError("llvm backend: alloc of " + std::to_string(count) + " " +
-                         to_string(type) + " elements is too large");
+      throw BackendError("llvm backend: alloc of " + std::to_string(count) + " " + to_string(type) +
+                         " elements is too large");
     bump(allocs_);
     return alloc_.alloc(count * elem);
   }
@@ -78,9 +81,13 @@ class LlvmBackend final : public Backend {
   }
 
   KernelHandle compile(const KernelIR& ir) override { return kernels_.compile(ir); }
+
   void flush_kernels() override { kernels_.flush(); }
+
   BackendStats stats() const override;
+
   void reset_peak() override { alloc_.reset_peak(); }
+
   void launch(const KernelHandle& kernel, size_t size, SizeProv prov,
               std::span<const KernelArg> args) override;
 
@@ -109,6 +116,7 @@ class LlvmBackend final : public Backend {
   }
 
   void sync() override {}
+
   void guard(const SizeGuard&, bool) override {}
 
  private:
@@ -163,18 +171,17 @@ void LlvmBackend::launch(const KernelHandle& kernel, size_t size, SizeProv,
     fn(0, size, bits);
   } else {
     // Blocks are multiples of 64 elements, so only the last one has a vector tail.
-    size_t n_blocks = std::min<size_t>(std::max<size_t>(size / kMinBlockElems, 1),
-                                       size_t{pool_.n_threads()} * 4);
+    size_t n_blocks =
+        std::min<size_t>(std::max<size_t>(size / kMinBlockElems, 1), size_t{pool_.n_threads()} * 4);
     size_t block = ((size + n_blocks - 1) / n_blocks + 63) / 64 * 64;
     LaunchCtx ctx{fn, bits, size, block};
-    pool_.run(
-        (size + block - 1) / block,
-        [](void* c, size_t b) {
-          auto& x = *static_cast<LaunchCtx*>(c);
-          uint64_t begin = b * x.block;
-          x.fn(begin, std::min<uint64_t>(begin + x.block, x.size), x.args);
-        },
-        &ctx, size >= kWakeMinElems);
+    pool_.run((size + block - 1) / block,
+              [](void* c, size_t b) {
+                auto& x = *static_cast<LaunchCtx*>(c);
+                uint64_t begin = b * x.block;
+                x.fn(begin, std::min<uint64_t>(begin + x.block, x.size), x.args);
+              },
+              &ctx, size >= kWakeMinElems);
   }
   kernels_.note_launch(kernel, *k, size);
 }

@@ -39,32 +39,47 @@ class KernelEmitter {
   // Types: Bool is i1 in registers and i8 in memory; values are <w x T> (T when w == 1).
   Type* elem_ty(ScalarType t) {
     switch (t) {
-      case ScalarType::Bool: return b_.getInt1Ty();
+      case ScalarType::Bool:
+        return b_.getInt1Ty();
       case ScalarType::Int32:
-      case ScalarType::UInt32: return b_.getInt32Ty();
+      case ScalarType::UInt32:
+        return b_.getInt32Ty();
       case ScalarType::Int64:
-      case ScalarType::UInt64: return b_.getInt64Ty();
-      case ScalarType::Float32: return b_.getFloatTy();
-      case ScalarType::Float64: return b_.getDoubleTy();
+      case ScalarType::UInt64:
+        return b_.getInt64Ty();
+      case ScalarType::Float32:
+        return b_.getFloatTy();
+      case ScalarType::Float64:
+        return b_.getDoubleTy();
     }
     return nullptr;
   }
+
   Type* mem_ty(ScalarType t) { return t == ScalarType::Bool ? b_.getInt8Ty() : elem_ty(t); }
+
   Type* vec(Type* t) { return w_ > 1 ? llvm::FixedVectorType::get(t, w_) : t; }
+
   Type* val_ty(ScalarType t) { return vec(elem_ty(t)); }
+
   llvm::Align align_of(ScalarType t) { return llvm::Align(size_of(t)); }
+
   Value* splat(Value* v) { return w_ > 1 ? b_.CreateVectorSplat(w_, v) : v; }
 
   Value* konst(ScalarType t, uint64_t bits);
   Value* from_bits(ScalarType t, Value* raw);
+
   Value* to_reg(ScalarType t, Value* mem) {
-    return t == ScalarType::Bool ? b_.CreateICmpNE(mem, llvm::Constant::getNullValue(mem->getType()))
-                                 : mem;
+    return t == ScalarType::Bool
+               ? b_.CreateICmpNE(mem, llvm::Constant::getNullValue(mem->getType()))
+               : mem;
   }
+
   Value* to_mem(ScalarType t, Value* reg) {
     return t == ScalarType::Bool ? b_.CreateZExt(reg, vec(b_.getInt8Ty())) : reg;
   }
+
   Value* as_i64(uint32_t v);
+
   Value* and_mask(Value* m, Value* tail) { return tail ? b_.CreateAnd(m, tail) : m; }
 
   void hoist_uniforms();
@@ -80,6 +95,7 @@ class KernelEmitter {
   Value* emit_binary(const IrInstr& in);
   Value* emit_compare(const IrInstr& in);
   Value* emit_cast(ScalarType from, ScalarType to, Value* v);
+
   llvm::BasicBlock* new_block(const char* name) {
     return llvm::BasicBlock::Create(ctx_, name, fn_);
   }
@@ -102,17 +118,20 @@ class KernelEmitter {
 Value* KernelEmitter::konst(ScalarType t, uint64_t bits) {
   Type* ty = val_ty(t);
   switch (t) {
-    case ScalarType::Bool: return llvm::ConstantInt::get(ty, bits != 0 ? 1 : 0);
+    case ScalarType::Bool:
+      return llvm::ConstantInt::get(ty, bits != 0 ? 1 : 0);
     case ScalarType::Int32:
-    case ScalarType::UInt32: return llvm::ConstantInt::get(ty, bits & 0xFFFFFFFFu);
+    case ScalarType::UInt32:
+      return llvm::ConstantInt::get(ty, bits & 0xFFFFFFFFu);
     case ScalarType::Int64:
-    case ScalarType::UInt64: return llvm::ConstantInt::get(ty, bits);
+    case ScalarType::UInt64:
+      return llvm::ConstantInt::get(ty, bits);
     case ScalarType::Float32:
       return llvm::ConstantFP::get(
           ty, llvm::APFloat(llvm::APFloat::IEEEsingle(), llvm::APInt(32, bits & 0xFFFFFFFFu)));
     case ScalarType::Float64:
-      return llvm::ConstantFP::get(ty,
-                                   llvm::APFloat(llvm::APFloat::IEEEdouble(), llvm::APInt(64, bits)));
+      return llvm::ConstantFP::get(
+          ty, llvm::APFloat(llvm::APFloat::IEEEdouble(), llvm::APInt(64, bits)));
   }
   return nullptr;
 }
@@ -120,13 +139,18 @@ Value* KernelEmitter::konst(ScalarType t, uint64_t bits) {
 // A scalar argument's 64-bit pattern -> one (unsplatted) value of type t.
 Value* KernelEmitter::from_bits(ScalarType t, Value* raw) {
   switch (t) {
-    case ScalarType::Bool: return b_.CreateICmpNE(raw, b_.getInt64(0));
+    case ScalarType::Bool:
+      return b_.CreateICmpNE(raw, b_.getInt64(0));
     case ScalarType::Int32:
-    case ScalarType::UInt32: return b_.CreateTrunc(raw, b_.getInt32Ty());
+    case ScalarType::UInt32:
+      return b_.CreateTrunc(raw, b_.getInt32Ty());
     case ScalarType::Int64:
-    case ScalarType::UInt64: return raw;
-    case ScalarType::Float32: return b_.CreateBitCast(b_.CreateTrunc(raw, b_.getInt32Ty()), b_.getFloatTy());
-    case ScalarType::Float64: return b_.CreateBitCast(raw, b_.getDoubleTy());
+    case ScalarType::UInt64:
+      return raw;
+    case ScalarType::Float32:
+      return b_.CreateBitCast(b_.CreateTrunc(raw, b_.getInt32Ty()), b_.getFloatTy());
+    case ScalarType::Float64:
+      return b_.CreateBitCast(raw, b_.getDoubleTy());
   }
   return nullptr;
 }
@@ -171,11 +195,18 @@ void KernelEmitter::emit(const std::string& name) {
       case IrOp::Scalar:
       case IrOp::Load:
       case IrOp::LoadBroadcast:
-      case IrOp::Store: used[in.a] = true; break;
-      case IrOp::Gather: used[in.a] = used[in.d] = true; break;
+      case IrOp::Store:
+        used[in.a] = true;
+        break;
+      case IrOp::Gather:
+        used[in.a] = used[in.d] = true;
+        break;
       case IrOp::Scatter:
-      case IrOp::ScatterAdd: used[in.a] = used[in.e] = true; break;
-      default: break;
+      case IrOp::ScatterAdd:
+        used[in.a] = used[in.e] = true;
+        break;
+      default:
+        break;
     }
     if ((in.op == IrOp::Gather || in.op == IrOp::Scatter || in.op == IrOp::ScatterAdd) &&
         (in.flags & kIrFlagReportRange))
@@ -250,9 +281,9 @@ void KernelEmitter::emit(const std::string& name) {
     if (style_ == LoopStyle::Scalar) {
       // Suggest the host's width to the loop vectoriser (a hint, not a demand: forcing it
       // makes LLVM print a warning for every loop it cannot vectorise).
-      llvm::MDNode* width = llvm::MDNode::get(
-          ctx_, {llvm::MDString::get(ctx_, "llvm.loop.vectorize.width"),
-                 llvm::ConstantAsMetadata::get(b_.getInt32(target_.lanes))});
+      llvm::MDNode* width =
+          llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.vectorize.width"),
+                                   llvm::ConstantAsMetadata::get(b_.getInt32(target_.lanes))});
       llvm::MDNode* loop_id = llvm::MDNode::getDistinct(ctx_, {nullptr, width});
       loop_id->replaceOperandWith(0, loop_id);
       br->setMetadata(llvm::LLVMContext::MD_loop, loop_id);
@@ -274,14 +305,19 @@ void KernelEmitter::hoist_uniforms() {
   for (size_t k = 0; k < ir_.instrs.size(); ++k) {
     const IrInstr& in = ir_.instrs[k];
     switch (in.op) {
-      case IrOp::Literal: uniform_[k] = konst(in.type, in.imm); break;
-      case IrOp::Scalar: uniform_[k] = splat(from_bits(in.type, raw_[in.a])); break;
+      case IrOp::Literal:
+        uniform_[k] = konst(in.type, in.imm);
+        break;
+      case IrOp::Scalar:
+        uniform_[k] = splat(from_bits(in.type, raw_[in.a]));
+        break;
       case IrOp::LoadBroadcast: {
         Value* v = b_.CreateAlignedLoad(mem_ty(in.type), ptr_[in.a], align_of(in.type));
         uniform_[k] = splat(to_reg(in.type, v));
         break;
       }
-      default: break;
+      default:
+        break;
     }
   }
 }
@@ -308,10 +344,12 @@ Value* KernelEmitter::emit_index(ScalarType t, Value* i) {
 Value* KernelEmitter::emit_instr(const IrInstr& in, Value* i, Value* tail) {
   ScalarType t = in.type;
   switch (in.op) {
-    case IrOp::Index: return emit_index(t, i);
+    case IrOp::Index:
+      return emit_index(t, i);
     case IrOp::Literal:
     case IrOp::Scalar:
-    case IrOp::LoadBroadcast: return nullptr;  // hoisted
+    case IrOp::LoadBroadcast:
+      return nullptr;  // hoisted
     case IrOp::Load: {
       Value* ptr = b_.CreateInBoundsGEP(mem_ty(t), ptr_[in.a], i);
       Type* ty = vec(mem_ty(t));
@@ -329,19 +367,46 @@ Value* KernelEmitter::emit_instr(const IrInstr& in, Value* i, Value* tail) {
         b_.CreateAlignedStore(v, ptr, align_of(t));
       return nullptr;
     }
-    case IrOp::Gather: return emit_gather(in, tail);
+    case IrOp::Gather:
+      return emit_gather(in, tail);
     case IrOp::Scatter:
-    case IrOp::ScatterAdd: emit_scatter(in, tail); return nullptr;
-    case IrOp::Neg: case IrOp::Not: case IrOp::Abs: case IrOp::Sqrt: case IrOp::Exp:
-    case IrOp::Log: case IrOp::Sin: case IrOp::Cos: case IrOp::Floor: case IrOp::Ceil:
+    case IrOp::ScatterAdd:
+      emit_scatter(in, tail);
+      return nullptr;
+    case IrOp::Neg:
+    case IrOp::Not:
+    case IrOp::Abs:
+    case IrOp::Sqrt:
+    case IrOp::Exp:
+    case IrOp::Log:
+    case IrOp::Sin:
+    case IrOp::Cos:
+    case IrOp::Floor:
+    case IrOp::Ceil:
       return emit_unary(in);
-    case IrOp::Cast: return emit_cast(ir_.instrs[in.a].type, t, vals_[in.a]);
-    case IrOp::Bitcast: return b_.CreateBitCast(vals_[in.a], val_ty(t));
-    case IrOp::Add: case IrOp::Sub: case IrOp::Mul: case IrOp::Div: case IrOp::Mod:
-    case IrOp::Min: case IrOp::Max: case IrOp::And: case IrOp::Or: case IrOp::Xor:
-    case IrOp::Shl: case IrOp::Shr:
+    case IrOp::Cast:
+      return emit_cast(ir_.instrs[in.a].type, t, vals_[in.a]);
+    case IrOp::Bitcast:
+      return b_.CreateBitCast(vals_[in.a], val_ty(t));
+    case IrOp::Add:
+    case IrOp::Sub:
+    case IrOp::Mul:
+    case IrOp::Div:
+    case IrOp::Mod:
+    case IrOp::Min:
+    case IrOp::Max:
+    case IrOp::And:
+    case IrOp::Or:
+    case IrOp::Xor:
+    case IrOp::Shl:
+    case IrOp::Shr:
       return emit_binary(in);
-    case IrOp::Eq: case IrOp::Ne: case IrOp::Lt: case IrOp::Le: case IrOp::Gt: case IrOp::Ge:
+    case IrOp::Eq:
+    case IrOp::Ne:
+    case IrOp::Lt:
+    case IrOp::Le:
+    case IrOp::Gt:
+    case IrOp::Ge:
       return emit_compare(in);
     case IrOp::Fma: {
       Value *a = vals_[in.a], *x = vals_[in.b], *c = vals_[in.c];
@@ -349,7 +414,8 @@ Value* KernelEmitter::emit_instr(const IrInstr& in, Value* i, Value* tail) {
         return b_.CreateIntrinsic(Intr::fma, {a->getType()}, {a, x, c});
       return b_.CreateAdd(b_.CreateMul(a, x), c);
     }
-    case IrOp::Select: return b_.CreateSelect(vals_[in.a], vals_[in.b], vals_[in.c]);
+    case IrOp::Select:
+      return b_.CreateSelect(vals_[in.a], vals_[in.b], vals_[in.c]);
   }
   return nullptr;
 }
@@ -443,8 +509,7 @@ void KernelEmitter::emit_scatter_add_lanes(const IrInstr& in, Value* base, Value
 }
 
 // Debug range check: word 0 of the report buffer receives index + 1 of an offending lane.
-void KernelEmitter::emit_range_report(const IrInstr& in, Value* idx, Value* in_range,
-                                      Value* mask) {
+void KernelEmitter::emit_range_report(const IrInstr& in, Value* idx, Value* in_range, Value* mask) {
   Value* bad = b_.CreateAnd(mask, b_.CreateNot(in_range));
   Value* any = w_ > 1 ? b_.CreateOrReduce(bad) : bad;
   auto* report = new_block("range_report");
@@ -466,21 +531,31 @@ Value* KernelEmitter::emit_unary(const IrInstr& in) {
   Value* a = vals_[in.a];
   auto intr = [&](Intr::ID id) { return b_.CreateUnaryIntrinsic(id, a); };
   switch (in.op) {
-    case IrOp::Neg: return is_float(t) ? b_.CreateFNeg(a) : b_.CreateNeg(a);
-    case IrOp::Not: return b_.CreateNot(a);
+    case IrOp::Neg:
+      return is_float(t) ? b_.CreateFNeg(a) : b_.CreateNeg(a);
+    case IrOp::Not:
+      return b_.CreateNot(a);
     case IrOp::Abs:
       // llvm.abs with is_int_min_poison = false wraps: abs(INT_MIN) == INT_MIN.
       if (is_float(t))
         return intr(Intr::fabs);
       return is_signed_int(t) ? b_.CreateBinaryIntrinsic(Intr::abs, a, b_.getFalse()) : a;
-    case IrOp::Sqrt: return intr(Intr::sqrt);
-    case IrOp::Exp: return intr(Intr::exp);
-    case IrOp::Log: return intr(Intr::log);
-    case IrOp::Sin: return intr(Intr::sin);
-    case IrOp::Cos: return intr(Intr::cos);
-    case IrOp::Floor: return intr(Intr::floor);
-    case IrOp::Ceil: return intr(Intr::ceil);
-    default: return nullptr;
+    case IrOp::Sqrt:
+      return intr(Intr::sqrt);
+    case IrOp::Exp:
+      return intr(Intr::exp);
+    case IrOp::Log:
+      return intr(Intr::log);
+    case IrOp::Sin:
+      return intr(Intr::sin);
+    case IrOp::Cos:
+      return intr(Intr::cos);
+    case IrOp::Floor:
+      return intr(Intr::floor);
+    case IrOp::Ceil:
+      return intr(Intr::ceil);
+    default:
+      return nullptr;
   }
 }
 
@@ -489,9 +564,12 @@ Value* KernelEmitter::emit_binary(const IrInstr& in) {
   Value *a = vals_[in.a], *x = vals_[in.b];
   bool fp = is_float(t), sgn = is_signed_int(t);
   switch (in.op) {
-    case IrOp::Add: return fp ? b_.CreateFAdd(a, x) : b_.CreateAdd(a, x);
-    case IrOp::Sub: return fp ? b_.CreateFSub(a, x) : b_.CreateSub(a, x);
-    case IrOp::Mul: return fp ? b_.CreateFMul(a, x) : b_.CreateMul(a, x);
+    case IrOp::Add:
+      return fp ? b_.CreateFAdd(a, x) : b_.CreateAdd(a, x);
+    case IrOp::Sub:
+      return fp ? b_.CreateFSub(a, x) : b_.CreateSub(a, x);
+    case IrOp::Mul:
+      return fp ? b_.CreateFMul(a, x) : b_.CreateMul(a, x);
     case IrOp::Div:
     case IrOp::Mod: {
       if (fp)
@@ -502,7 +580,8 @@ Value* KernelEmitter::emit_binary(const IrInstr& in) {
       Value* bad = b_.CreateICmpEQ(x, llvm::Constant::getNullValue(ty));
       if (sgn) {
         unsigned bits = static_cast<unsigned>(size_of(t) * 8);
-        Value* is_min = b_.CreateICmpEQ(a, llvm::ConstantInt::get(ty, llvm::APInt::getSignedMinValue(bits)));
+        Value* is_min =
+            b_.CreateICmpEQ(a, llvm::ConstantInt::get(ty, llvm::APInt::getSignedMinValue(bits)));
         Value* is_m1 = b_.CreateICmpEQ(x, llvm::Constant::getAllOnesValue(ty));
         bad = b_.CreateOr(bad, b_.CreateAnd(is_min, is_m1));
       }
@@ -515,9 +594,12 @@ Value* KernelEmitter::emit_binary(const IrInstr& in) {
       return b_.CreateBinaryIntrinsic(fp ? Intr::minnum : sgn ? Intr::smin : Intr::umin, a, x);
     case IrOp::Max:
       return b_.CreateBinaryIntrinsic(fp ? Intr::maxnum : sgn ? Intr::smax : Intr::umax, a, x);
-    case IrOp::And: return b_.CreateAnd(a, x);
-    case IrOp::Or: return b_.CreateOr(a, x);
-    case IrOp::Xor: return b_.CreateXor(a, x);
+    case IrOp::And:
+      return b_.CreateAnd(a, x);
+    case IrOp::Or:
+      return b_.CreateOr(a, x);
+    case IrOp::Xor:
+      return b_.CreateXor(a, x);
     case IrOp::Shl:
     case IrOp::Shr: {
       // Shift counts wrap modulo the bit width (LLVM would give poison past it).
@@ -526,7 +608,8 @@ Value* KernelEmitter::emit_binary(const IrInstr& in) {
         return b_.CreateShl(a, n);
       return sgn ? b_.CreateAShr(a, n) : b_.CreateLShr(a, n);
     }
-    default: return nullptr;
+    default:
+      return nullptr;
   }
 }
 

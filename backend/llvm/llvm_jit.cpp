@@ -41,10 +41,14 @@ T take(llvm::Expected<T> value, const std::string& what) {
 
 llvm::CodeGenOpt::Level codegen_level(int level) {
   switch (level) {
-    case 0: return llvm::CodeGenOpt::None;
-    case 1: return llvm::CodeGenOpt::Less;
-    case 3: return llvm::CodeGenOpt::Aggressive;
-    default: return llvm::CodeGenOpt::Default;
+    case 0:
+      return llvm::CodeGenOpt::None;
+    case 1:
+      return llvm::CodeGenOpt::Less;
+    case 3:
+      return llvm::CodeGenOpt::Aggressive;
+    default:
+      return llvm::CodeGenOpt::Default;
   }
 }
 
@@ -71,15 +75,17 @@ bool has_feature(const std::string& features, const std::string& name) {
 struct LlvmJit::Impl {
   JitOptions options;
   CodegenTarget target;
+
   // Codegen per tier. A TargetMachine caches subtargets without locking: one user at a time.
   struct Codegen {
     std::mutex mutex;
     std::unique_ptr<llvm::TargetMachine> tm;
   };
+
   Codegen codegen[2];
   std::unique_ptr<llvm::orc::LLJIT> jit;  // after codegen: destroyed first (it points at one)
   std::unique_ptr<llvm::orc::JITTargetMachineBuilder> jtmb;  // for creating the second tier
-  std::atomic<uint64_t> n_kernels{0};                         // makes symbol names unique
+  std::atomic<uint64_t> n_kernels{0};                        // makes symbol names unique
 };
 
 struct JitCode::Resources {
@@ -124,28 +130,31 @@ LlvmJit::LlvmJit(const JitOptions& options) : impl_(std::make_shared<Impl>()) {
   jtmb.setCodeGenOptLevel(llvm::CodeGenOpt::None);
   quick.tm = take(jtmb.createTargetMachine(), "creating a target machine");
   llvm::TargetMachine* quick_tm = quick.tm.get();
-  im.jit = take(llvm::orc::LLJITBuilder()
-                    .setJITTargetMachineBuilder(std::move(jtmb))
-                    .setCompileFunctionCreator(
-                        [quick_tm](llvm::orc::JITTargetMachineBuilder)
-                            -> llvm::Expected<std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler>> {
-                          return std::make_unique<llvm::orc::SimpleCompiler>(*quick_tm);
-                        })
-                    .setPlatformSetUp(llvm::orc::setUpInactivePlatform)  // no static ctors
-                    .create(),
-                "creating the ORC LLJIT");
+  im.jit =
+      take(llvm::orc::LLJITBuilder()
+               .setJITTargetMachineBuilder(std::move(jtmb))
+               .setCompileFunctionCreator(
+                   [quick_tm](llvm::orc::JITTargetMachineBuilder)
+                       -> llvm::Expected<std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler>> {
+                     return std::make_unique<llvm::orc::SimpleCompiler>(*quick_tm);
+                   })
+               .setPlatformSetUp(llvm::orc::setUpInactivePlatform)  // no static ctors
+               .create(),
+           "creating the ORC LLJIT");
   // Kernels call libm (expf, sinf, ...) once codegen scalarises vector math intrinsics.
-  auto process = take(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
-                          layout.getGlobalPrefix()),
-                      "opening the process's symbols");
+  auto process =
+      take(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(layout.getGlobalPrefix()),
+           "opening the process's symbols");
   im.jit->getMainJITDylib().addGenerator(std::move(process));
   ff::logging::llvm().info("LLVM {} JIT for {} (cpu {}), {} lanes, optimized codegen level {}",
-                       LLVM_VERSION_STRING, t.triple, t.cpu, t.lanes, options.optimized_level);
+                           LLVM_VERSION_STRING, t.triple, t.cpu, t.lanes, options.optimized_level);
 }
 
 LlvmJit::~LlvmJit() = default;
 
-const CodegenTarget& LlvmJit::target() const { return impl_->target; }
+const CodegenTarget& LlvmJit::target() const {
+  return impl_->target;
+}
 
 std::unique_ptr<JitCode> LlvmJit::compile(const KernelIR& ir, Tier tier) {
   Impl& im = *impl_;

@@ -40,7 +40,9 @@ ThreadPool::ThreadPool(unsigned n_threads) {
   }
 }
 
-ThreadPool::~ThreadPool() { shutdown(); }
+ThreadPool::~ThreadPool() {
+  shutdown();
+}
 
 void ThreadPool::shutdown() noexcept {
   stop_.store(true, std::memory_order_release);

@@ -34,13 +34,15 @@ class ThreadPool {
   /// Convenience: f(block) for every block; `f` must not throw.
   template <class F>
   void parallel_for(size_t n_blocks, F&& f, bool wake = true) {
-    run(n_blocks, [](void* c, size_t b) { (*static_cast<F*>(c))(b); }, &f, wake);
+    run(
+        n_blocks, [](void* c, size_t b) { (*static_cast<F*>(c))(b); }, &f, wake);
   }
 
  private:
   // One job, on the stack of the thread that runs it.
   struct Job {
     Job(BlockFn f, void* c, size_t n) : fn(f), ctx(c), n_blocks(n), remaining(n) {}
+
     BlockFn fn;
     void* ctx;
     size_t n_blocks;

@@ -36,6 +36,7 @@ uint64_t to_bits(T v) {
 
 template <class T>
 struct is_array : std::false_type {};
+
 template <class T>
 struct is_array<Array<T>> : std::true_type {};
 
@@ -56,21 +57,26 @@ class Array {
 
   /// An empty array (size 0).
   Array() = default;
+
   /// A size-1 literal that broadcasts; allocates nothing until stored.
   Array(T value) : id_(detail::var_literal(kType, detail::to_bits(value), Size(1))) {}  // NOLINT
+
   /// Any arithmetic scalar converts to T (Float k = 1 is 1.0f).
   template <detail::ScalarLike S>
-    requires(!std::is_same_v<S, T>)
-  Array(S value) : Array(static_cast<T>(value)) {}  // NOLINT
+
+  requires(!std::is_same_v<S, T>) Array(S value) : Array(static_cast<T>(value)) {}  // NOLINT
 
   Array(const Array& o) noexcept : id_(o.id_) { detail::inc_ref(id_); }
+
   Array(Array&& o) noexcept : id_(o.id_) { o.id_ = 0; }
+
   Array& operator=(const Array& o) noexcept {
     detail::inc_ref(o.id_);
     detail::dec_ref(id_);
     id_ = o.id_;
     return *this;
   }
+
   Array& operator=(Array&& o) noexcept {
     if (this != &o) {
       detail::dec_ref(id_);
@@ -79,12 +85,14 @@ class Array {
     }
     return *this;
   }
+
   ~Array() { detail::dec_ref(id_); }
 
   /// Copies host data into a new array.
   static Array from(std::span<const T> data) {
     return steal(detail::var_from_host(kType, data.data(), data.size()));
   }
+
   static Array from(std::initializer_list<T> data) {
     if constexpr (std::is_same_v<T, bool>) {
       std::vector<uint8_t> bytes(data.begin(), data.end());
@@ -93,6 +101,7 @@ class Array {
       return from(std::span<const T>(data.begin(), data.size()));
     }
   }
+
   static Array from(const std::vector<T>& data) {
     if constexpr (std::is_same_v<T, bool>) {
       std::vector<uint8_t> bytes(data.begin(), data.end());
@@ -118,6 +127,7 @@ class Array {
 
   /// Number of elements, with provenance (same as ff::width).
   Size size() const { return detail::var_width(id()); }
+
   bool empty() const { return detail::var_size(id()) == 0; }
 
   /// The tracer variable (creating the empty variable on demand).
@@ -126,12 +136,14 @@ class Array {
       id_ = detail::var_empty(kType);
     return id_;
   }
+
   /// Wraps a variable whose reference the caller hands over.
   static Array steal(detail::VarId id) {
     Array a;
     a.id_ = id;
     return a;
   }
+
   /// Gives up the variable reference (for the tracer's in-place updates).
   detail::VarId* id_ptr() {
     id();
@@ -157,6 +169,7 @@ template <class T>
 Array<T> unary(Op op, const Array<T>& a) {
   return Array<T>::steal(var_unary(op, a.id()));
 }
+
 template <class R, class T>
 Array<R> binary(Op op, const Array<T>& a, const Array<T>& b) {
   return Array<R>::steal(var_binary(op, a.id(), b.id()));
@@ -166,21 +179,18 @@ Array<R> binary(Op op, const Array<T>& a, const Array<T>& b) {
 
 // Element-wise binary operators: array with array of one element type, or with a scalar on
 // either side (converted to the array's element type).
-#define FF_BINARY_OPERATOR(op, code, Result, Constraint)                                 \
-  template <class T>                                                                     \
-    requires(Constraint)                                                                 \
-  Array<Result> op(const Array<T>& a, const Array<T>& b) {                               \
-    return detail::binary<Result>(detail::Op::code, a, b);                               \
-  }                                                                                      \
-  template <class T, detail::ScalarLike S>                                               \
-    requires(Constraint)                                                                 \
-  Array<Result> op(const Array<T>& a, S b) {                                             \
-    return detail::binary<Result>(detail::Op::code, a, Array<T>(static_cast<T>(b)));     \
-  }                                                                                      \
-  template <class T, detail::ScalarLike S>                                               \
-    requires(Constraint)                                                                 \
-  Array<Result> op(S a, const Array<T>& b) {                                             \
-    return detail::binary<Result>(detail::Op::code, Array<T>(static_cast<T>(a)), b);     \
+#define FF_BINARY_OPERATOR(op, code, Result, Constraint)                             \
+  template <class T>                                                                 \
+  requires(Constraint) Array<Result> op(const Array<T>& a, const Array<T>& b) {      \
+    return detail::binary<Result>(detail::Op::code, a, b);                           \
+  }                                                                                  \
+  template <class T, detail::ScalarLike S>                                           \
+  requires(Constraint) Array<Result> op(const Array<T>& a, S b) {                    \
+    return detail::binary<Result>(detail::Op::code, a, Array<T>(static_cast<T>(b))); \
+  }                                                                                  \
+  template <class T, detail::ScalarLike S>                                           \
+  requires(Constraint) Array<Result> op(S a, const Array<T>& b) {                    \
+    return detail::binary<Result>(detail::Op::code, Array<T>(static_cast<T>(a)), b); \
   }
 
 #define FF_NUMERIC (!std::is_same_v<T, bool>)
@@ -208,12 +218,12 @@ FF_BINARY_OPERATOR(max, Max, T, FF_NUMERIC)
 #undef FF_BINARY_OPERATOR
 
 // Compound assignment (rebinds the handle to the new variable).
-#define FF_COMPOUND(op, binop, Constraint)                        \
-  template <class T, class U>                                     \
-    requires(Constraint)                                          \
-  Array<T>& op(Array<T>& a, const U& b) {                         \
-    a = binop(a, b);                                              \
-    return a;                                                     \
+#define FF_COMPOUND(op, binop, Constraint) \
+  template <class T, class U>              \
+  requires(Constraint) Array<T>            \
+  &op(Array<T>& a, const U& b) {           \
+    a = binop(a, b);                       \
+    return a;                              \
   }
 FF_COMPOUND(operator+=, operator+, FF_NUMERIC)
 FF_COMPOUND(operator-=, operator-, FF_NUMERIC)
@@ -228,23 +238,27 @@ FF_COMPOUND(operator>>=, operator>>, FF_INTEGRAL)
 #undef FF_COMPOUND
 
 template <class T>
-  requires FF_NUMERIC
-Array<T> operator-(const Array<T>& a) {
+requires FF_NUMERIC Array<T>
+
+operator-(const Array<T>& a) {
   return detail::unary(detail::Op::Neg, a);
 }
 /// Bitwise not for integers, logical not for Bool.
 template <class T>
-  requires FF_BITWISE
-Array<T> operator~(const Array<T>& a) {
+requires FF_BITWISE Array<T>
+
+operator~(const Array<T>& a) {
   return detail::unary(detail::Op::Not, a);
 }
-inline Bool operator!(const Bool& a) { return detail::unary(detail::Op::Not, a); }
 
-#define FF_UNARY_FUNCTION(name, code, Constraint) \
-  template <class T>                              \
-    requires(Constraint)                          \
-  Array<T> name(const Array<T>& a) {              \
-    return detail::unary(detail::Op::code, a);    \
+inline Bool operator!(const Bool& a) {
+  return detail::unary(detail::Op::Not, a);
+}
+
+#define FF_UNARY_FUNCTION(name, code, Constraint)         \
+  template <class T>                                      \
+  requires(Constraint) Array<T> name(const Array<T>& a) { \
+    return detail::unary(detail::Op::code, a);            \
   }
 #define FF_FLOATING (std::is_floating_point_v<T>)
 FF_UNARY_FUNCTION(abs, Abs, FF_NUMERIC)
@@ -266,10 +280,12 @@ Array<T> as_array(const U& v) {
   else
     return Array<T>(static_cast<T>(v));
 }
+
 template <class U>
 struct value_of {
   using type = U;
 };
+
 template <class T>
 struct value_of<Array<T>> {
   using type = T;
@@ -277,11 +293,13 @@ struct value_of<Array<T>> {
 /// The element type of the first array among the arguments.
 template <class... U>
 struct first_array_value;
+
 template <class U, class... Rest>
 struct first_array_value<U, Rest...> {
   using type = std::conditional_t<is_array<U>::value, typename value_of<U>::type,
                                   typename first_array_value<Rest...>::type>;
 };
+
 template <>
 struct first_array_value<> {
   using type = void;
@@ -289,10 +307,10 @@ struct first_array_value<> {
 }  // namespace detail
 
 /// a * b + c, fused (one rounding) for floating point. Scalars may stand for any argument.
-template <class A, class B, class C,
-          class T = typename detail::first_array_value<A, B, C>::type>
-  requires(!std::is_void_v<T> && !std::is_same_v<T, bool>)
-Array<T> fma(const A& a, const B& b, const C& c) {
+template <class A, class B, class C, class T = typename detail::first_array_value<A, B, C>::type>
+
+requires(!std::is_void_v<T> && !std::is_same_v<T, bool>) Array<T> fma(const A& a, const B& b,
+                                                                      const C& c) {
   return Array<T>::steal(detail::var_ternary(detail::Op::Fma, detail::as_array<T>(a).id(),
                                              detail::as_array<T>(b).id(),
                                              detail::as_array<T>(c).id()));
@@ -300,11 +318,10 @@ Array<T> fma(const A& a, const B& b, const C& c) {
 
 /// mask ? a : b, element-wise.
 template <class A, class B, class T = typename detail::first_array_value<A, B>::type>
-  requires(!std::is_void_v<T>)
-Array<T> select(const Bool& mask, const A& a, const B& b) {
-  return Array<T>::steal(detail::var_ternary(detail::Op::Select, mask.id(),
-                                             detail::as_array<T>(a).id(),
-                                             detail::as_array<T>(b).id()));
+
+requires(!std::is_void_v<T>) Array<T> select(const Bool& mask, const A& a, const B& b) {
+  return Array<T>::steal(detail::var_ternary(
+      detail::Op::Select, mask.id(), detail::as_array<T>(a).id(), detail::as_array<T>(b).id()));
 }
 
 /// Numeric conversion: float -> integer saturates (NaN -> 0), x -> Bool is x != 0.
@@ -315,68 +332,75 @@ Target cast(const Array<T>& a) {
 
 /// Reinterprets the bits (both element types have one width).
 template <ArrayType Target, class T>
-  requires(sizeof(typename Target::Value) == sizeof(T) && !std::is_same_v<T, bool>)
-Target bitcast(const Array<T>& a) {
+
+requires(sizeof(typename Target::Value) == sizeof(T) && !std::is_same_v<T, bool>) Target
+    bitcast(const Array<T>& a) {
   return Target::steal(detail::var_bitcast(Target::kType, a.id()));
 }
 
 /// source[index] where mask is true and the index is in range; 0 elsewhere.
 template <ArrayType Target, class I>
-  requires(std::is_integral_v<I> && !std::is_same_v<I, bool>)
-Target gather(const Target& source, const Array<I>& index, const Bool& mask = Bool(true)) {
+
+requires(std::is_integral_v<I> && !std::is_same_v<I, bool>) Target
+    gather(const Target& source, const Array<I>& index, const Bool& mask = Bool(true)) {
   return Target::steal(detail::var_gather(Target::kType, source.id(), index.id(), mask.id()));
 }
 
 /// target[index] = value where mask is true and the index is in range; updates `target` in
 /// place (copy-on-write: other handles and expressions that read it keep the old contents).
 template <class T, class V, class I>
-  requires(std::is_integral_v<I> && !std::is_same_v<I, bool>)
-void scatter(Array<T>& target, const V& value, const Array<I>& index,
-             const Bool& mask = Bool(true)) {
+
+requires(std::is_integral_v<I> && !std::is_same_v<I, bool>) void scatter(
+    Array<T>& target, const V& value, const Array<I>& index, const Bool& mask = Bool(true)) {
   Array<T> v = detail::as_array<T>(value);
   detail::var_scatter(target.id_ptr(), v.id(), index.id(), mask.id(), false);
 }
 
 /// target[index] += value (atomically) where mask is true and the index is in range.
 template <class T, class V, class I>
-  requires(std::is_integral_v<I> && !std::is_same_v<I, bool> && !std::is_same_v<T, bool>)
-void scatter_add(Array<T>& target, const V& value, const Array<I>& index,
-                 const Bool& mask = Bool(true)) {
+
+requires(std::is_integral_v<I> && !std::is_same_v<I, bool> &&
+         !std::is_same_v<T, bool>) void scatter_add(Array<T>& target, const V& value,
+                                                    const Array<I>& index,
+                                                    const Bool& mask = Bool(true)) {
   Array<T> v = detail::as_array<T>(value);
   detail::var_scatter(target.id_ptr(), v.id(), index.id(), mask.id(), true);
 }
 
 /// Reductions to a size-1 array.
 template <class T>
-  requires FF_NUMERIC
-Array<T> sum(const Array<T>& a) {
+
+requires FF_NUMERIC Array<T> sum(const Array<T>& a) {
   return Array<T>::steal(detail::var_reduce(detail::Reduction::Sum, a.id()));
 }
 template <class T>
-  requires FF_NUMERIC
-Array<T> prod(const Array<T>& a) {
+
+requires FF_NUMERIC Array<T> prod(const Array<T>& a) {
   return Array<T>::steal(detail::var_reduce(detail::Reduction::Prod, a.id()));
 }
+
 template <class T>
 Array<T> min_reduce(const Array<T>& a) {
   return Array<T>::steal(detail::var_reduce(detail::Reduction::Min, a.id()));
 }
+
 template <class T>
 Array<T> max_reduce(const Array<T>& a) {
   return Array<T>::steal(detail::var_reduce(detail::Reduction::Max, a.id()));
 }
 /// sum(a) / width(a); the count is a kernel argument, so any size reuses one kernel.
 template <class T>
-  requires FF_NUMERIC
-Array<T> mean(const Array<T>& a) {
+
+requires FF_NUMERIC Array<T> mean(const Array<T>& a) {
   return Array<T>::steal(detail::var_mean(a.id()));
 }
 /// Running sum; exclusive starts at 0.
 template <class T>
-  requires FF_NUMERIC
-Array<T> prefix_sum(const Array<T>& a, bool exclusive = true) {
+
+requires FF_NUMERIC Array<T> prefix_sum(const Array<T>& a, bool exclusive = true) {
   return Array<T>::steal(detail::var_prefix_sum(a.id(), exclusive));
 }
+
 /// Indices of the true entries of `mask`, in order (reads the count back: a sync point).
 inline UInt32 compress(const Bool& mask) {
   return UInt32::steal(detail::var_compress(mask.id()));
@@ -393,14 +417,16 @@ template <ArrayType A>
 A full(typename A::Value value, const Size& size) {
   return A::steal(detail::var_literal(A::kType, detail::to_bits(value), size));
 }
+
 template <ArrayType A>
 A zeros(const Size& size) {
   return full<A>(typename A::Value(0), size);
 }
+
 /// 0, 1, ..., size - 1.
 template <ArrayType A>
-  requires(!std::is_same_v<typename A::Value, bool>)
-A arange(const Size& size) {
+
+requires(!std::is_same_v<typename A::Value, bool>) A arange(const Size& size) {
   return A::steal(detail::var_arange(A::kType, size));
 }
 

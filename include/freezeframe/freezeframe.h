@@ -4,6 +4,6 @@
 #include "freezeframe/array.h"
 #include "freezeframe/errors.h"
 #include "freezeframe/init.h"
+#include "freezeframe/recording.h"
 #include "freezeframe/scalar_type.h"
 #include "freezeframe/size.h"
-#include "freezeframe/recording.h"

@@ -51,6 +51,7 @@ struct Stats {
   uint64_t traced_ops = 0;       // this thread: array operations traced (variables created)
   uint64_t traced_kernels = 0;   // this thread: kernels assembled from traced operations
 };
+
 Stats stats();
 /// Restarts the peak_bytes high-water mark at the bytes allocated now.
 void reset_peak_memory();

@@ -15,22 +15,29 @@ namespace ff {
 class AnyArray {
  public:
   AnyArray() = default;
+
   template <class T>
   AnyArray(const Array<T>& a) : id_(a.id()), type_(Array<T>::kType) {  // NOLINT: implicit
     detail::inc_ref(id_);
   }
+
   AnyArray(const AnyArray& o) noexcept : id_(o.id_), type_(o.type_) { detail::inc_ref(id_); }
+
   AnyArray(AnyArray&& o) noexcept : id_(o.id_), type_(o.type_) { o.id_ = 0; }
+
   AnyArray& operator=(AnyArray o) noexcept {
     std::swap(id_, o.id_);
     std::swap(type_, o.type_);
     return *this;
   }
+
   ~AnyArray() { detail::dec_ref(id_); }
 
   ScalarType type() const { return type_; }
+
   /// Size with provenance; 0 for an empty AnyArray.
   Size size() const { return id_ ? detail::var_width(id_) : Size(0); }
+
   bool valid() const { return id_ != 0; }
 
   /// The typed array. Throws ff::Error if the element type differs.
@@ -46,6 +53,7 @@ class AnyArray {
   }
 
   detail::VarId id() const { return id_; }
+
   /// Wraps a variable whose reference the caller hands over.
   static AnyArray steal(detail::VarId id, ScalarType type) {
     AnyArray a;

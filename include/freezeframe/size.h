@@ -21,12 +21,15 @@ struct SizeExprNode;  // tracer/size_expr_node.h
 class Size {
  public:
   Size() = default;
+
   /// A plain constant: replays as that constant.
   template <std::integral I>
   Size(I value) : value_(static_cast<uint64_t>(value)) {}  // NOLINT: implicit by design
+
   explicit Size(std::shared_ptr<const detail::SizeExprNode> expr);
 
   uint64_t value() const { return value_; }
+
   /// True when the size came from an array rather than a plain integer.
   bool has_provenance() const;
   operator size_t() const;  // NOLINT: implicit by design; see the class comment
@@ -54,11 +57,15 @@ bool operator>(const Size& a, const Size& b);
 bool operator>=(const Size& a, const Size& b);
 
 // Exact-match overloads so `width(x) - 1` never becomes ambiguous with built-in arithmetic.
-#define FF_SIZE_INTEGRAL_OPS(ret, op)                                          \
-  template <std::integral I>                                                   \
-  ret op(const Size& a, I b) { return op(a, Size(b)); }                        \
-  template <std::integral I>                                                   \
-  ret op(I a, const Size& b) { return op(Size(a), b); }
+#define FF_SIZE_INTEGRAL_OPS(ret, op) \
+  template <std::integral I>          \
+  ret op(const Size& a, I b) {        \
+    return op(a, Size(b));            \
+  }                                   \
+  template <std::integral I>          \
+  ret op(I a, const Size& b) {        \
+    return op(Size(a), b);            \
+  }
 FF_SIZE_INTEGRAL_OPS(Size, operator+)
 FF_SIZE_INTEGRAL_OPS(Size, operator-)
 FF_SIZE_INTEGRAL_OPS(Size, operator*)

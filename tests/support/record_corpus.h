@@ -16,8 +16,9 @@
 //      broadcast one, so the recording must refuse with ff::GuardError (and nothing else).
 #pragma once
 
-#include <catch2/catch.hpp>
+#include <freezeframe/freezeframe.h>
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -25,8 +26,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <freezeframe/freezeframe.h>
 
 namespace ffr {
 
@@ -49,6 +48,7 @@ struct HostArray {
   ff::ScalarType type = ff::ScalarType::Float32;
   std::vector<uint64_t> bits;
   std::vector<double> real;
+
   size_t size() const { return ff::is_float(type) ? real.size() : bits.size(); }
 };
 
@@ -69,13 +69,20 @@ HostArray snapshot_typed(const ff::AnyArray& a) {
 
 inline HostArray snapshot(const ff::AnyArray& a) {
   switch (a.type()) {
-    case ff::ScalarType::Bool: return snapshot_typed<bool>(a);
-    case ff::ScalarType::Int32: return snapshot_typed<int32_t>(a);
-    case ff::ScalarType::UInt32: return snapshot_typed<uint32_t>(a);
-    case ff::ScalarType::Int64: return snapshot_typed<int64_t>(a);
-    case ff::ScalarType::UInt64: return snapshot_typed<uint64_t>(a);
-    case ff::ScalarType::Float32: return snapshot_typed<float>(a);
-    case ff::ScalarType::Float64: return snapshot_typed<double>(a);
+    case ff::ScalarType::Bool:
+      return snapshot_typed<bool>(a);
+    case ff::ScalarType::Int32:
+      return snapshot_typed<int32_t>(a);
+    case ff::ScalarType::UInt32:
+      return snapshot_typed<uint32_t>(a);
+    case ff::ScalarType::Int64:
+      return snapshot_typed<int64_t>(a);
+    case ff::ScalarType::UInt64:
+      return snapshot_typed<uint64_t>(a);
+    case ff::ScalarType::Float32:
+      return snapshot_typed<float>(a);
+    case ff::ScalarType::Float64:
+      return snapshot_typed<double>(a);
   }
   return {};
 }
@@ -144,27 +151,54 @@ struct InputSpec {
   uint32_t scale = 1;
   uint32_t offset = 0;
   int alias = -1;
+
   bool is_one() const { return scale == 0 && offset == 1; }
 };
 
 inline InputSpec in(ff::ScalarType t, uint32_t scale = 1, uint32_t offset = 0) {
   return {t, scale, offset, -1};
 }
-inline InputSpec f32() { return in(ff::ScalarType::Float32); }
-inline InputSpec f64() { return in(ff::ScalarType::Float64); }
-inline InputSpec i32() { return in(ff::ScalarType::Int32); }
-inline InputSpec u32() { return in(ff::ScalarType::UInt32); }
-inline InputSpec i64() { return in(ff::ScalarType::Int64); }
-inline InputSpec u64() { return in(ff::ScalarType::UInt64); }
-inline InputSpec boolean() { return in(ff::ScalarType::Bool); }
+
+inline InputSpec f32() {
+  return in(ff::ScalarType::Float32);
+}
+
+inline InputSpec f64() {
+  return in(ff::ScalarType::Float64);
+}
+
+inline InputSpec i32() {
+  return in(ff::ScalarType::Int32);
+}
+
+inline InputSpec u32() {
+  return in(ff::ScalarType::UInt32);
+}
+
+inline InputSpec i64() {
+  return in(ff::ScalarType::Int64);
+}
+
+inline InputSpec u64() {
+  return in(ff::ScalarType::UInt64);
+}
+
+inline InputSpec boolean() {
+  return in(ff::ScalarType::Bool);
+}
+
 /// A size-1 input that broadcasts.
-inline InputSpec one(ff::ScalarType t) { return in(t, 0, 1); }
+inline InputSpec one(ff::ScalarType t) {
+  return in(t, 0, 1);
+}
+
 /// The same AnyArray as input k.
 inline InputSpec alias(int k) {
   InputSpec s;
   s.alias = k;
   return s;
 }
+
 template <class... S>
 std::vector<InputSpec> specs(S... s) {
   return {s...};
@@ -185,28 +219,37 @@ inline ff::AnyArray make_array(ff::ScalarType t, size_t n, uint64_t salt) {
     using T = decltype(tag);
     std::uniform_int_distribution<int64_t> d(lo, hi);
     std::vector<T> v(n);
-    for (auto& e : v) e = static_cast<T>(d(g));
+    for (auto& e : v)
+      e = static_cast<T>(d(g));
     return ff::AnyArray(ff::Array<T>::from(v));
   };
   auto reals = [&](auto tag) {
     using T = decltype(tag);
     std::uniform_real_distribution<double> d(0.0, 1.0);
     std::vector<T> v(n);
-    for (auto& e : v) e = static_cast<T>(d(g));
+    for (auto& e : v)
+      e = static_cast<T>(d(g));
     return ff::AnyArray(ff::Array<T>::from(v));
   };
   switch (t) {
     case ff::ScalarType::Bool: {
       std::vector<bool> v(n);
-      for (size_t i = 0; i < n; ++i) v[i] = (g() >> 17) & 1;
+      for (size_t i = 0; i < n; ++i)
+        v[i] = (g() >> 17) & 1;
       return ff::AnyArray(ff::Bool::from(v));
     }
-    case ff::ScalarType::Int32: return ints(int32_t{}, -1000, 1000);
-    case ff::ScalarType::UInt32: return ints(uint32_t{}, 0, 100000);
-    case ff::ScalarType::Int64: return ints(int64_t{}, -1000000000LL, 1000000000LL);
-    case ff::ScalarType::UInt64: return ints(uint64_t{}, 0, 1000000000000LL);
-    case ff::ScalarType::Float32: return reals(float{});
-    case ff::ScalarType::Float64: return reals(double{});
+    case ff::ScalarType::Int32:
+      return ints(int32_t{}, -1000, 1000);
+    case ff::ScalarType::UInt32:
+      return ints(uint32_t{}, 0, 100000);
+    case ff::ScalarType::Int64:
+      return ints(int64_t{}, -1000000000LL, 1000000000LL);
+    case ff::ScalarType::UInt64:
+      return ints(uint64_t{}, 0, 1000000000000LL);
+    case ff::ScalarType::Float32:
+      return reals(float{});
+    case ff::ScalarType::Float64:
+      return reals(double{});
   }
   return {};
 }
@@ -247,6 +290,7 @@ A get(const Inputs& in, size_t k) {
 struct Delta {
   int64_t compiles, launches, traced_ops, traced_kernels;
 };
+
 inline Delta delta(const ff::Stats& a, const ff::Stats& b) {
   return {static_cast<int64_t>(b.compiles - a.compiles),
           static_cast<int64_t>(b.launches - a.launches),
@@ -308,14 +352,15 @@ inline void check_case(const Case& c) {
     size_t fresh_outputs = 0;
     for (size_t k = 0; k < outs.size(); ++k) {
       bool seen = false;
-      for (const ff::AnyArray& a : ins) seen = seen || a.id() == outs[k].id();
-      for (size_t j = 0; j < k; ++j) seen = seen || outs[j].id() == outs[k].id();
+      for (const ff::AnyArray& a : ins)
+        seen = seen || a.id() == outs[k].id();
+      for (size_t j = 0; j < k; ++j)
+        seen = seen || outs[j].id() == outs[k].id();
       fresh_outputs += !seen;
     }
-    INFO("replay deltas: compiles " << d.compiles << ", launches " << d.launches
-                                    << ", traced_ops " << d.traced_ops << ", traced_kernels "
-                                    << d.traced_kernels << "; new output arrays "
-                                    << fresh_outputs);
+    INFO("replay deltas: compiles " << d.compiles << ", launches " << d.launches << ", traced_ops "
+                                    << d.traced_ops << ", traced_kernels " << d.traced_kernels
+                                    << "; new output arrays " << fresh_outputs);
     if (!first)
       CHECK(d.compiles == 0);
     CHECK(d.traced_kernels == 0);
