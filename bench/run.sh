@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
-# Builds the benchmarks (Release) and runs them all, then prints one summary table.
+# Builds the benchmarks (Release) and runs them all (ff_bench: W1 W3 W2 traced; ff_bench_replay:
+# the same replayed; ff_bench_coldstart), then prints one summary.
 #
-#   bash bench/run.sh [ff_bench flags...]     e.g. --benchmark_repetitions=10
+#   bash bench/run.sh [ff_bench flags...]     e.g. --benchmark_filter=W2
 #
 # Environment: FF_BUILD_DIR (default build/, (re)configured as a Release build),
 # FF_BENCH_REPS (ff_bench repetitions, default 10), FF_COLDSTART_RUNS (default 11).
 # Results are also kept in $FF_BUILD_DIR/bench-results/ (console text and JSON).
 set -euo pipefail
+# shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/common.sh"
 
 build_dir="${FF_BUILD_DIR:-$ff_root/build}"
 bash "$ff_root/scripts/install-deps.sh"
 # Benchmark figures are only meaningful for an optimised build.
 ff_configure "$build_dir" Release -DFF_BUILD_BENCH=ON
-cmake --build "$build_dir" -j "$(ff_jobs)" --target ff_bench ff_bench_coldstart
+cmake --build "$build_dir" -j "$(ff_jobs)" --target ff_bench ff_bench_coldstart ff_bench_replay
 
 results="$build_dir/bench-results"
 mkdir -p "$results"
@@ -27,6 +29,13 @@ echo "== ff_bench (W1, W3, W2) =="
   "$@" | tee "$results/ff_bench-$stamp.txt"
 
 echo
+echo "== ff_bench_replay (replay vs traced, recorder pass-through) =="
+"$build_dir/bench/ff_bench_replay" \
+  --benchmark_repetitions="${FF_BENCH_REPS:-10}" --benchmark_report_aggregates_only=true \
+  --benchmark_out="$results/ff_bench_replay-$stamp.json" --benchmark_out_format=json |
+  tee "$results/ff_bench_replay-$stamp.txt"
+
+echo
 echo "== ff_bench_coldstart =="
 "$build_dir/bench/ff_bench_coldstart" --runs "${FF_COLDSTART_RUNS:-11}" |
   tee "$results/coldstart-$stamp.txt"
@@ -37,4 +46,6 @@ printf '%-24s | %-36s | %-12s | %s\n' workload result target verdict
 printf '%s\n' "-------------------------+--------------------------------------+--------------+--------"
 cat "$results/ff_bench-$stamp.txt" "$results/coldstart-$stamp.txt" |
   sed -n 's/^SUMMARY | //p'
+echo
+sed -n '/^replay summary/,$p' "$results/ff_bench_replay-$stamp.txt"
 echo "(raw results: $results/*-$stamp.*)"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared helpers for scripts/*.sh (sourced, not run): paths, job counts, configure step.
 
 ff_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -2,6 +2,7 @@
 # Installs the dependencies, builds the demo (Release, in build/) and runs it.
 # Works on its own from a fresh clone. Arguments are passed to the demo (try --help).
 set -euo pipefail
+# shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 bash "$ff_root/scripts/install-deps.sh"

@@ -10,6 +10,7 @@
 # FF_TEST_TIMEOUT (seconds per test without its own TIMEOUT, default 180: a hang fails the
 # test instead of stalling the run).
 set -euo pipefail
+# shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 bash "$ff_root/scripts/install-deps.sh"
