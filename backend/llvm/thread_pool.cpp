@@ -106,13 +106,14 @@ void ThreadPool::worker_main() {
   // Start from the epoch before any job: a thread that starts late must still notice the
   // shutdown (or a job) published before it ran.
   uint32_t seen = 0;
+  bool idle = true;  // no job yet: sleep right away instead of spinning at start-up
   for (;;) {
     uint32_t epoch;
     auto spin_start = Clock::now();
     unsigned spins = 0;
     while ((epoch = epoch_.load(std::memory_order_acquire)) == seen) {
       cpu_relax();
-      if (++spins % 128 == 0 && Clock::now() - spin_start > kSpinTime) {
+      if (idle || (++spins % 128 == 0 && Clock::now() - spin_start > kSpinTime)) {
         // Dekker with run(): we announce ourselves, then re-check the epoch; run() bumps the
         // epoch, then checks for sleepers. One of the two sees the other (seq_cst).
         std::unique_lock lock(sleep_mutex_);
@@ -123,6 +124,7 @@ void ThreadPool::worker_main() {
       }
     }
     seen = epoch;
+    idle = false;
     if (stop_.load(std::memory_order_acquire))
       return;
     active_.fetch_add(1, std::memory_order_seq_cst);
