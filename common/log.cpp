@@ -24,6 +24,10 @@ spdlog::logger& get(const char* name) {
   logger->set_level(static_cast<spdlog::level::level_enum>(g_default_level.load()));
   logger->set_pattern("[%H:%M:%S.%e] [%n] [%l] %v");
   spdlog::register_logger(logger);
+  // spdlog's registry drops its loggers at exit, while backend threads (the JIT warm-up) may
+  // still log: keep every logger alive for the whole process (reachable, so not a leak).
+  static auto* keep = new std::vector<std::shared_ptr<spdlog::logger>>;
+  keep->push_back(logger);
   return *logger;
 }
 
