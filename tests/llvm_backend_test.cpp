@@ -33,18 +33,8 @@ template <class T>
 constexpr ScalarType type_of() {
   if constexpr (std::is_same_v<T, Bool8>)
     return ScalarType::Bool;
-  else if constexpr (std::is_same_v<T, int32_t>)
-    return ScalarType::Int32;
-  else if constexpr (std::is_same_v<T, uint32_t>)
-    return ScalarType::UInt32;
-  else if constexpr (std::is_same_v<T, int64_t>)
-    return ScalarType::Int64;
-  else if constexpr (std::is_same_v<T, uint64_t>)
-    return ScalarType::UInt64;
-  else if constexpr (std::is_same_v<T, float>)
-    return ScalarType::Float32;
   else
-    return ScalarType::Float64;
+    return scalar_type_of<T>;
 }
 
 // Calls f.template operator()<T>() for every element type.
