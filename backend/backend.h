@@ -115,6 +115,11 @@ class Backend {
   /// Waits until all queued work has finished.
   virtual void sync() = 0;
 
+  /// Finishes the background work in flight (JIT warm-up, tier-up compiles) and starts no
+  /// more. Called when the main thread exits, before static destructors run: LLVM's own
+  /// function-local statics die then, and a compile still running would use them.
+  virtual void stop_background_work() noexcept {}
+
   /// A size decision made by the tracer or user code. Real backends ignore it; the
   /// recorder keeps it and checks it at replay.
   virtual void guard(const SizeGuard& guard, bool outcome) = 0;

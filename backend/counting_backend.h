@@ -43,6 +43,9 @@ class CountingBackend final : public Backend {
                   void* out) override;
   size_t compress(const void* mask, size_t count, void* out) override;
   void sync() override;
+
+  void stop_background_work() noexcept override { inner_->stop_background_work(); }
+
   void guard(const SizeGuard& guard, bool outcome) override;
 
  private:

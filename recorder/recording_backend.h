@@ -70,6 +70,9 @@ class RecordingBackend final : public Backend {
                   void* out) override;
   size_t compress(const void* mask, size_t count, void* out) override;
   void sync() override;
+
+  void stop_background_work() noexcept override { inner_->stop_background_work(); }
+
   void guard(const SizeGuard& guard, bool outcome) override;
 
  private:

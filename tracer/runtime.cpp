@@ -1,6 +1,8 @@
 // init/shutdown, flags, logging set-up and statistics of the public API.
 #include "tracer/runtime.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <string>
 
@@ -24,7 +26,26 @@ std::string env_or(const char* name, const char* fallback) {
   return v && *v ? v : fallback;
 }
 
+// exit() runs the calling thread's thread_local destructors before any static destructor.
+// That is the only hook early enough for background compiles: LLVM destroys its lazily
+// created function-local statics in reverse order of first use, i.e. before our statics,
+// and a warm-up compile still running at that point crashes the process on its way out.
+struct ExitWatch {
+  ~ExitWatch() {
+    if (::gettid() != ::getpid())
+      return;  // a thread ending, not the process
+    std::shared_ptr<Device> device;
+    {
+      std::lock_guard lock(g_mutex);
+      device = g_device;
+    }
+    if (device)
+      device->backend().stop_background_work();
+  }
+};
+
 void init_locked(std::string_view spec) {
+  watch_for_process_exit();
   std::string chosen = spec.empty() ? env_or("FF_BACKEND", "llvm") : std::string(spec);
   if (const char* lvl = std::getenv("FF_LOG_LEVEL"); lvl && *lvl)
     logging::apply_level_spec(lvl);
@@ -64,6 +85,11 @@ const std::shared_ptr<Device>& current_device() {
     init_locked({});
   mine = g_device;
   return mine;
+}
+
+void watch_for_process_exit() {
+  thread_local ExitWatch watch;
+  (void)watch;
 }
 
 bool debug_checks() {

@@ -43,4 +43,8 @@ int& recording_depth();
 /// True when range checks on gather/scatter indices are on (Flag::Debug / FF_DEBUG).
 bool debug_checks();
 
+/// Makes the calling thread, if it is the main thread, stop the backend's background work
+/// when it exits: see ExitWatch in runtime.cpp. Cheap after the first call on a thread.
+void watch_for_process_exit();
+
 }  // namespace ff::detail

@@ -34,6 +34,7 @@ TracerState& create_state() {
   if (t_state_dead)
     throw Error("freezeframe used on a thread after its tracing state was destroyed");
   thread_local StateHolder holder;
+  watch_for_process_exit();
   t_state = new TracerState;
   return *t_state;
 }

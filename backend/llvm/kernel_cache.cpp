@@ -85,6 +85,10 @@ KernelCache::KernelCache(const LlvmTuning& tuning, bool background)
 }
 
 KernelCache::~KernelCache() {
+  stop_background_work();
+}
+
+void KernelCache::stop_background_work() noexcept {
   {
     std::lock_guard lock(tier_mutex_);
     tier_stop_ = true;
@@ -92,8 +96,12 @@ KernelCache::~KernelCache() {
   tier_wake_.notify_all();
   if (tier_thread_.joinable())
     tier_thread_.join();
-  if (warm_up_.joinable())
+  std::lock_guard lock(compile_mutex_);
+  if (warm_up_.joinable()) {
     warm_up_.join();
+    if (warm_jit_ && !jit_)
+      jit_ = std::move(warm_jit_);
+  }
 }
 
 LlvmJit& KernelCache::jit_locked() {

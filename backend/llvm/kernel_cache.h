@@ -69,6 +69,8 @@ class KernelCache {
   KernelHandle compile(const KernelIR& ir);
   /// Drops the cache (handles held elsewhere stay valid) and bumps the generation.
   void flush();
+  /// Waits for the warm-up and a tier-up compile in progress, then refuses further tier-ups.
+  void stop_background_work() noexcept;
 
   /// Counts a launch of `size` elements; may queue the kernel for optimisation.
   void note_launch(const KernelHandle& handle, const LlvmKernel& kernel, uint64_t size) {

@@ -117,6 +117,8 @@ class LlvmBackend final : public Backend {
 
   void sync() override {}
 
+  void stop_background_work() noexcept override { kernels_.stop_background_work(); }
+
   void guard(const SizeGuard&, bool) override {}
 
  private:
