@@ -120,6 +120,10 @@ class Backend {
   /// function-local statics die then, and a compile still running would use them.
   virtual void stop_background_work() noexcept {}
 
+  /// Names a buffer in messages: its address by default; the recorder says which input or
+  /// slot it is ("input 0", "s3").
+  virtual std::string describe_buffer(const void* ptr) const;
+
   /// A size decision made by the tracer or user code. Real backends ignore it; the
   /// recorder keeps it and checks it at replay.
   virtual void guard(const SizeGuard& guard, bool outcome) = 0;

@@ -46,6 +46,10 @@ class CountingBackend final : public Backend {
 
   void stop_background_work() noexcept override { inner_->stop_background_work(); }
 
+  std::string describe_buffer(const void* ptr) const override {
+    return inner_->describe_buffer(ptr);
+  }
+
   void guard(const SizeGuard& guard, bool outcome) override;
 
  private:

@@ -582,6 +582,24 @@ void RecordingBackend::sync() {
   });
 }
 
+std::string RecordingBackend::describe_buffer(const void* ptr) const {
+  for (Scope* s = t_innermost; s; s = s->parent) {
+    if (s->owner != this)
+      continue;
+    auto hit = s->slots.find(ptr);
+    if (!hit)
+      break;
+    const Slot& slot = s->data.slots[hit->live->slot];
+    std::string name = slot.origin == SlotOrigin::Input
+                           ? "input " + std::to_string(slot.origin_index)
+                           : "s" + std::to_string(hit->live->slot);
+    if (hit->offset)
+      name += " + " + std::to_string(hit->offset) + " bytes";
+    return name;
+  }
+  return inner_->describe_buffer(ptr);
+}
+
 void RecordingBackend::guard(const SizeGuard& g, bool outcome) {
   if (!active())
     return inner_->guard(g, outcome);

@@ -73,6 +73,8 @@ class RecordingBackend final : public Backend {
 
   void stop_background_work() noexcept override { inner_->stop_background_work(); }
 
+  std::string describe_buffer(const void* ptr) const override;
+
   void guard(const SizeGuard& guard, bool outcome) override;
 
  private:

@@ -110,7 +110,8 @@ Size::operator size_t() const {
 std::string Size::to_string() const {
   std::vector<SizeNode> nodes;
   detail::flatten(expr_.get(), value_, nodes);
-  return ff::to_string(SizeProv(nodes));
+  Backend& backend = detail::current_device()->backend();
+  return ff::to_string(SizeProv(nodes), [&](const void* p) { return backend.describe_buffer(p); });
 }
 
 Size operator+(const Size& a, const Size& b) {

@@ -97,7 +97,7 @@ const char* to_string(SizeCmp c) {
   return "invalid-cmp";
 }
 
-std::string to_string(SizeProv prov) {
+std::string to_string(SizeProv prov, const std::function<std::string(const void*)>& name_buffer) {
   if (prov.empty())
     return "<const>";
   std::vector<std::string> stack;
@@ -107,9 +107,13 @@ std::string to_string(SizeProv prov) {
         stack.push_back(std::to_string(n.value));
         break;
       case SizeOp::BufferSize: {
-        char buf[40];
-        std::snprintf(buf, sizeof buf, "size(%p)", n.buffer);
-        stack.push_back(buf);
+        if (name_buffer) {
+          stack.push_back("width(" + name_buffer(n.buffer) + ")");
+        } else {
+          char buf[48];
+          std::snprintf(buf, sizeof buf, "width(%p)", n.buffer);
+          stack.push_back(buf);
+        }
         break;
       }
       default: {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 
@@ -65,7 +66,9 @@ struct SizeGuard {
   const char* what = "";                  // who decided (e.g. "operand sizes of add")
 };
 
-/// Renders a postfix expression for messages ("(size(0x..) - 1)").
-std::string to_string(SizeProv prov);
+/// Renders a postfix expression for messages: "(width(input 0) - 1)". `name_buffer` names the
+/// buffer of a BufferSize node (default: its address).
+std::string to_string(SizeProv prov,
+                      const std::function<std::string(const void*)>& name_buffer = nullptr);
 
 }  // namespace ff

@@ -1,0 +1,211 @@
+// The RecordingBackend and the replayer driven directly, below the tracer: the refusals and
+// the pointer arithmetic that the public API cannot provoke on purpose (a buffer read before
+// anything wrote it, a pointer into the middle of a buffer, an offset that no longer fits its
+// slot at replay), and the warning for a size converted to a plain integer inside a scope.
+#include <freezeframe/freezeframe.h>
+#include <spdlog/sinks/ostream_sink.h>
+
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <memory>
+#include <sstream>
+#include <vector>
+
+#include "backend/llvm/llvm_backend.h"
+#include "common/log.h"
+#include "recorder/recording_backend.h"
+#include "replay/replay_plan.h"
+#include "replay/replayer.h"
+
+namespace {
+
+using namespace ff;
+
+// out[i] = in[i] * 2 over float32.
+KernelIR doubling_kernel() {
+  KernelIR ir;
+  ir.params = {{ParamKind::BufferIn, ScalarType::Float32},
+               {ParamKind::BufferOut, ScalarType::Float32}};
+  auto emit = [&](IrOp op, uint32_t a = kNoOperand, uint32_t b = kNoOperand, uint64_t imm = 0) {
+    IrInstr in{};
+    in.op = op;
+    in.type = ScalarType::Float32;
+    in.a = a;
+    in.b = b;
+    in.c = in.d = in.e = kNoOperand;
+    in.imm = imm;
+    ir.instrs.push_back(in);
+    return static_cast<uint32_t>(ir.instrs.size() - 1);
+  };
+  uint32_t x = emit(IrOp::Load, 0);
+  uint32_t two = emit(IrOp::Literal, kNoOperand, kNoOperand, 0x40000000);  // 2.0f
+  emit(IrOp::Store, 1, emit(IrOp::Mul, x, two));
+  ir.finalize();
+  return ir;
+}
+
+struct Env {
+  rec::RecordingBackend backend{create_llvm_backend(BackendOptions{}), false};
+  KernelHandle kernel = backend.compile(doubling_kernel());
+
+  // A buffer holding `values`, made outside any scope.
+  float* upload(const std::vector<float>& values) {
+    auto* p = static_cast<float*>(backend.alloc(ScalarType::Float32, values.size(), {}));
+    backend.copy(p, values.data(), values.size() * sizeof(float), CopyKind::HostToDevice);
+    return p;
+  }
+
+  std::vector<float> download(const void* p, size_t n) {
+    std::vector<float> out(n);
+    backend.copy(out.data(), p, n * sizeof(float), CopyKind::DeviceToHost);
+    return out;
+  }
+
+  void launch(const void* in, void* out, size_t n) {
+    KernelArg args[] = {KernelArg::buffer(in), KernelArg::buffer(out)};
+    backend.launch(kernel, n, {}, args);
+  }
+};
+
+// The message of the ff::FreezeError that `f` throws (another exception fails the test).
+template <class F>
+std::string freeze_message(F&& f) {
+  try {
+    f();
+  } catch (const FreezeError& e) {
+    return e.what();
+  }
+  FAIL("no ff::FreezeError was thrown");
+  return {};
+}
+
+std::vector<float> iota_floats(size_t n, float start) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = start + static_cast<float>(i);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("refuse: a buffer read before anything wrote it", "[record][refusal]") {
+  Env env;
+  rec::Scope* scope = env.backend.open_scope({});
+  void* fresh = env.backend.alloc(ScalarType::Float32, 64, {});
+  void* out = env.backend.alloc(ScalarType::Float32, 64, {});
+  uint64_t launches = env.backend.stats().launches;
+
+  SECTION("by a kernel") {
+    CHECK_THAT(freeze_message([&] { env.launch(fresh, out, 64); }),
+               Catch::Matchers::Contains("reads slot s0 before anything wrote it"));
+    CHECK(env.backend.stats().launches == launches);  // refused before it ran
+  }
+  SECTION("by a device copy") {
+    REQUIRE_THROWS_AS(env.backend.copy(out, fresh, 64 * sizeof(float), CopyKind::DeviceToDevice),
+                      FreezeError);
+  }
+  SECTION("by a reduction") {
+    REQUIRE_THROWS_AS(env.backend.reduce(ReduceOp::Sum, ScalarType::Float32, fresh, 64, out),
+                      FreezeError);
+  }
+  env.backend.release(fresh);
+  env.backend.release(out);
+  env.backend.abort_scope(scope);
+
+  // The next recording works.
+  rec::Scope* next = env.backend.open_scope({});
+  float* in = static_cast<float*>(env.backend.alloc(ScalarType::Float32, 8, {}));
+  env.backend.fill(in, 8, 4, 0x3f800000);  // 1.0f: written, so readable
+  void* doubled = env.backend.alloc(ScalarType::Float32, 8, {});
+  env.launch(in, doubled, 8);
+  const void* outputs[] = {doubled};
+  rec::RecordingData data = env.backend.close_scope(next, outputs);
+  CHECK(data.ops.size() >= 4);
+  CHECK(env.download(doubled, 8) == std::vector<float>(8, 2.f));
+  env.backend.release(in);
+  env.backend.release(doubled);
+}
+
+TEST_CASE("a pointer into the middle of a buffer is recorded as slot plus offset",
+          "[record][offset]") {
+  Env env;
+  float* input = env.upload(iota_floats(100, 0.f));
+  rec::InputBinding bindings[] = {{input, ScalarType::Float32, 100}};
+  rec::Scope* scope = env.backend.open_scope(bindings);
+  void* out = env.backend.alloc(ScalarType::Float32, 50, {});
+  env.launch(input + 10, out, 50);  // elements [10, 60) of the input
+  const void* outputs[] = {out};
+  auto data = std::make_shared<const rec::RecordingData>(env.backend.close_scope(scope, outputs));
+  CHECK(env.download(out, 3) == std::vector<float>{20.f, 22.f, 24.f});
+
+  // The launch's first argument is the input's slot at byte offset 40.
+  const rec::Op* launch = nullptr;
+  for (const rec::Op& op : data->ops)
+    if (op.code == rec::OpCode::Launch)
+      launch = &op;
+  REQUIRE(launch != nullptr);
+  const rec::LaunchArg& arg = data->args[launch->arg_begin];
+  CHECK(arg.is_buffer);
+  CHECK(arg.slot == data->inputs[0]);
+  CHECK(arg.offset == 10 * sizeof(float));
+
+  replay::ReplayPlan plan(data, env.backend);
+  SECTION("replays with the offset applied to the new input") {
+    float* other = env.upload(iota_floats(100, 1000.f));
+    replay::ReplayInput in[] = {{other, ScalarType::Float32, 100}};
+    auto results = replay::run(plan, env.backend, in, {});
+    REQUIRE(results.size() == 1);
+    REQUIRE(results[0].size == 50);
+    std::vector<float> got = env.download(results[0].ptr, 50);
+    for (size_t i = 0; i < 50; ++i)
+      CHECK(got[i] == 2.f * (1010.f + static_cast<float>(i)));
+    env.backend.release(results[0].ptr);
+    env.backend.release(other);
+  }
+  SECTION("refuses an input too small for the offset and the launch") {
+    float* small = env.upload(iota_floats(20, 0.f));
+    replay::ReplayInput in[] = {{small, ScalarType::Float32, 20}};
+    uint64_t launches = env.backend.stats().launches;
+    CHECK_THAT(freeze_message([&] { replay::run(plan, env.backend, in, {}); }),
+               Catch::Matchers::Contains("would access bytes [40, 240)"));
+    CHECK(env.backend.stats().launches == launches);  // nothing ran out of bounds
+    env.backend.release(small);
+  }
+  env.backend.release(out);
+  env.backend.release(input);
+}
+
+TEST_CASE("a size converted to a plain integer inside a recording logs where it was lost",
+          "[record][size]") {
+  std::ostringstream log;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
+  auto& logger = logging::tracer();
+  logger.sinks().push_back(sink);
+
+  struct Unhook {
+    spdlog::logger& logger;
+
+    ~Unhook() { logger.sinks().pop_back(); }
+  } unhook{logger};
+
+  ff::init("llvm");
+  auto x = ff::Float32::from(std::vector<float>(10, 1.f));
+  ff::Recording r = ff::record({x}, [&] {
+    size_t plain = ff::width(x) - 1;  // provenance lost here
+    return std::vector<ff::AnyArray>{ff::gather(x, ff::arange<ff::UInt32>(plain))};
+  });
+  CHECK_THAT(log.str(), Catch::Matchers::Contains("the size (width(input 0) - 1) = 9 was "
+                                                  "converted to a plain integer") &&
+                            Catch::Matchers::Contains("replays as the constant 9"));
+
+  // And, as the warning says, the plain integer replays as that constant.
+  auto y = ff::Float32::from(std::vector<float>(30, 1.f));
+  auto out = r.replay({ff::AnyArray(y)});
+  CHECK(out[0].as<ff::Float32>().size() == 9);
+
+  // Outside a recording the same conversion is silent.
+  log.str("");
+  size_t outside = ff::width(x) - 1;
+  CHECK(outside == 9);
+  CHECK(log.str().empty());
+}
