@@ -117,6 +117,12 @@ TEST_CASE("an out-of-range gather index raises ff::Error naming the index in deb
   std::vector<uint32_t> big(kLargeSize, 5);
   big[kLargeSize / 2] = 4000000000u;
   REQUIRE_THROWS_WITH(ff::eval(ff::gather<ff::Float>(src, to_array(big))), Contains("4000000000"));
+  // signed indices are named as such; -1 is an offender like any other
+  ff::Int32 minus_one = to_array(std::vector<int32_t>{3, -1, 4});
+  REQUIRE_THROWS_WITH(ff::eval(ff::gather<ff::Float>(src, minus_one)),
+                      Contains("index -1 is out of range for an array of size 10"));
+  ff::Int64 minus_five = to_array(std::vector<int64_t>{-5});
+  REQUIRE_THROWS_WITH(ff::eval(ff::gather<ff::Float>(src, minus_five)), Contains("index -5 "));
 }
 
 TEST_CASE("an out-of-range scatter index raises ff::Error naming the index in debug mode",

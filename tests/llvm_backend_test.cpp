@@ -651,10 +651,15 @@ TEST_CASE("bitcast reinterprets bits", "[llvm]") {
 
 namespace {
 
-// out[i] = gather(src, idx[i], mask[i]) with optional range report into report[0].
+// A debug range report: `hit` is 1 once an offending access happened, `index` is one of them.
+struct RangeReport {
+  uint64_t hit = 0, index = 0;
+};
+
+// out[i] = gather(src, idx[i], mask[i]) with an optional range report.
 template <class T, class I>
 std::vector<T> gather(Env& env, const std::vector<T>& src, const std::vector<I>& idx,
-                      const std::vector<Bool8>& mask, uint64_t* report = nullptr) {
+                      const std::vector<Bool8>& mask, RangeReport* report = nullptr) {
   KernelBuilder k;
   uint32_t ps = k.param(ParamKind::BufferIn, type_of<T>());
   uint32_t pi = k.param(ParamKind::BufferIn, type_of<I>());
@@ -667,12 +672,14 @@ std::vector<T> gather(Env& env, const std::vector<T>& src, const std::vector<I>&
                       report ? kIrFlagReportRange : 0);
   k.store(po, g);
   T* out = env.alloc<T>(idx.size());
-  uint64_t* rep = env.upload(std::vector<uint64_t>{0});
+  uint64_t* rep = env.upload(std::vector<uint64_t>{0, 0});
   env.run(k.finish(), idx.size(),
           {buf(env.upload(src)), buf(env.upload(idx)), buf(env.upload(mask)), scalar(src.size()),
            buf(out), buf(rep)});
-  if (report)
-    *report = env.download(rep, 1)[0];
+  if (report) {
+    auto words = env.download(rep, 2);
+    *report = {words[0], words[1]};
+  }
   return env.download(out, idx.size());
 }
 
@@ -720,16 +727,29 @@ TEST_CASE("gather range report names an offending index", "[llvm]") {
   INFO((tiers == Tiers::Quick ? "quick tier" : "optimized tier"));
   Env env(tiers);
   std::vector<double> src = {1, 2, 3};
-  uint64_t report = 0;
+  RangeReport report;
   gather(env, src, std::vector<int32_t>{0, 1, 2, 2, 1}, std::vector<Bool8>{1, 1, 1, 1, 1}, &report);
-  CHECK(report == 0);
+  CHECK(report.hit == 0);
   // Out of range but masked off: no report.
   gather(env, src, std::vector<int32_t>{0, 7, 2}, std::vector<Bool8>{1, 0, 1}, &report);
-  CHECK(report == 0);
+  CHECK(report.hit == 0);
   gather(env, src, std::vector<int32_t>{0, 7, 2}, std::vector<Bool8>{1, 1, 1}, &report);
-  CHECK(report == 8);
+  CHECK(report.hit == 1);
+  CHECK(report.index == 7);
   gather(env, src, std::vector<int32_t>{-3}, std::vector<Bool8>{1}, &report);
-  CHECK(report == uint64_t(int64_t{-3}) + 1);
+  CHECK(report.hit == 1);
+  CHECK(report.index == uint64_t(int64_t{-3}));  // sign-extended
+  // -1 and the largest index are offenders like any other.
+  gather(env, src, std::vector<int32_t>{1, -1}, std::vector<Bool8>{1, 1}, &report);
+  CHECK(report.hit == 1);
+  CHECK(report.index == ~uint64_t{0});
+  gather(env, src, std::vector<uint64_t>{~uint64_t{0}}, std::vector<Bool8>{1}, &report);
+  CHECK(report.hit == 1);
+  CHECK(report.index == ~uint64_t{0});
+  // Index 0 of an empty source.
+  gather(env, std::vector<double>{}, std::vector<uint32_t>{0}, std::vector<Bool8>{1}, &report);
+  CHECK(report.hit == 1);
+  CHECK(report.index == 0);
   // Large parallel launch with several offenders: any one of them.
   size_t n = 500000;
   std::vector<uint32_t> idx(n, 1);
@@ -737,7 +757,8 @@ TEST_CASE("gather range report names an offending index", "[llvm]") {
   idx[1234] = 10;
   idx[400001] = 20;
   auto got = gather(env, src, idx, mask, &report);
-  CHECK((report == 11 || report == 21));
+  CHECK(report.hit == 1);
+  CHECK((report.index == 10 || report.index == 20));
   CHECK(got[1234] == 0);
   CHECK(got[5] == 2);
 }
@@ -748,7 +769,7 @@ namespace {
 template <class T, class I>
 void scatter(Env& env, IrOp op, T* dst, size_t dst_n, const std::vector<I>& idx,
              const std::vector<Bool8>& mask, const std::vector<T>& vals,
-             uint64_t* report = nullptr) {
+             RangeReport* report = nullptr) {
   KernelBuilder k;
   uint32_t pd = k.param(ParamKind::BufferInOut, type_of<T>());
   uint32_t pi = k.param(ParamKind::BufferIn, type_of<I>());
@@ -758,12 +779,14 @@ void scatter(Env& env, IrOp op, T* dst, size_t dst_n, const std::vector<I>& idx,
   uint32_t pr = k.param(ParamKind::BufferInOut, ScalarType::UInt64);
   uint32_t li = k.load(pi), lm = k.load(pm), lv = k.load(pv);
   k.emit(op, type_of<T>(), pd, li, lm, lv, pn, report ? pr : 0, report ? kIrFlagReportRange : 0);
-  uint64_t* rep = env.upload(std::vector<uint64_t>{0});
+  uint64_t* rep = env.upload(std::vector<uint64_t>{0, 0});
   env.run(k.finish(), idx.size(),
           {buf(dst), buf(env.upload(idx)), buf(env.upload(mask)), buf(env.upload(vals)),
            scalar(dst_n), buf(rep)});
-  if (report)
-    *report = env.download(rep, 1)[0];
+  if (report) {
+    auto words = env.download(rep, 2);
+    *report = {words[0], words[1]};
+  }
 }
 
 }  // namespace
@@ -780,21 +803,23 @@ TEST_CASE("scatter masks, drops out-of-range writes and reports them", "[llvm]")
     std::vector<int64_t> idx = {0, 1, 2, 3, 4, -1, 2, 3};
     std::vector<Bool8> mask = {1, 0, 1, 1, 1, 1, 0, 1};
     std::vector<T> vals = {T(1), T(1), T(0), T(1), T(1), T(1), T(1), T(1)};
-    uint64_t report = 0;
+    RangeReport report;
     scatter(env, IrOp::Scatter, dst, 4, idx, mask, vals, &report);
     auto got = env.download(dst, 5);
     std::vector<T> want = {T(1), T(0), T(0), T(1), T(0)};  // lanes 3 and 7 both write 1 to [3]
     CHECK(got == want);
-    CHECK((report == 5 || report == 0));  // 4 -> 5, or -1 -> 0 (wrapped index + 1)
+    CHECK(report.hit == 1);
+    CHECK((report.index == 4 || report.index == ~uint64_t{0}));  // 4 or -1
   });
-  uint64_t report = 0;
+  RangeReport report;
   int32_t* dst = env.alloc<int32_t>(10);
   scatter(env, IrOp::Scatter, dst, 10, std::vector<uint32_t>{1, 2, 11}, std::vector<Bool8>{1, 1, 0},
           std::vector<int32_t>{5, 6, 7}, &report);
-  CHECK(report == 0);
+  CHECK(report.hit == 0);
   scatter(env, IrOp::Scatter, dst, 10, std::vector<uint32_t>{1, 2, 11}, std::vector<Bool8>{1, 1, 1},
           std::vector<int32_t>{5, 6, 7}, &report);
-  CHECK(report == 12);
+  CHECK(report.hit == 1);
+  CHECK(report.index == 11);
 }
 
 TEST_CASE("scatter_add sums exactly under heavy collisions on every thread", "[llvm]") {
@@ -819,11 +844,12 @@ TEST_CASE("scatter_add sums exactly under heavy collisions on every thread", "[l
     }
     T* dst = env.alloc<T>(bins);
     env.be->fill(dst, bins, sizeof(T), 0);
-    uint64_t report = 0;
+    RangeReport report;
     scatter(env, IrOp::ScatterAdd, dst, bins, idx, mask, vals, &report);
     CHECK(env.download(dst, bins) == want);
-    CHECK(report > bins);
-    CHECK(report <= bins + 3);
+    CHECK(report.hit == 1);
+    CHECK(report.index >= bins);
+    CHECK(report.index < bins + 3);
     // All lanes colliding on one address.
     T* one = env.alloc<T>(1);
     env.be->fill(one, 1, sizeof(T), 0);

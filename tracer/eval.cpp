@@ -82,9 +82,10 @@ void become_evaluated(VarId v, std::shared_ptr<Buffer> buffer) {
 }
 
 struct RangeReport {
-  std::shared_ptr<Buffer> buffer;
+  std::shared_ptr<Buffer> buffer;  // two words: offending access seen (0/1), its index
   const char* what;
   uint64_t bound;
+  ScalarType index_type;
 };
 
 /// Builds one kernel's IR and arguments.
@@ -149,13 +150,13 @@ class KernelBuilder {
     return index;
   }
 
-  /// FF_DEBUG: a one-word report buffer for a gather/scatter's out-of-range indices.
-  void add_range_report(IrInstr& in, const char* what, uint64_t bound) {
-    auto report = alloc_buffer(ScalarType::UInt64, 1, nullptr);
-    report->device->backend().fill(report->ptr, 1, 8, 0);
+  /// FF_DEBUG: a report buffer for a gather/scatter's out-of-range indices (kernel-ir.md).
+  void add_range_report(IrInstr& in, const char* what, uint64_t bound, ScalarType index_type) {
+    auto report = alloc_buffer(ScalarType::UInt64, 2, nullptr);
+    report->device->backend().fill(report->ptr, 2, 8, 0);
     in.flags |= kIrFlagReportRange;
     in.imm = buffer_param(*report, ParamKind::BufferInOut);
-    reports_.push_back({std::move(report), what, bound});
+    reports_.push_back({std::move(report), what, bound, index_type});
   }
 
   std::span<const KernelArg> args(std::vector<KernelArg>& out) const {
@@ -169,12 +170,16 @@ class KernelBuilder {
   /// The first out-of-range report, or an empty string.
   std::string check_reports() {
     for (auto& r : reports_) {
-      uint64_t word = 0;
-      r.buffer->device->backend().copy(&word, r.buffer->ptr, 8, CopyKind::DeviceToHost);
-      if (word != 0)
-        return (std::string(r.what) + ": index " + std::to_string(static_cast<int64_t>(word - 1)) +
-                " is out of range for an array of size " + std::to_string(r.bound) +
-                " (FF_DEBUG range check; the access was skipped)");
+      uint64_t words[2] = {0, 0};
+      r.buffer->device->backend().copy(words, r.buffer->ptr, sizeof words, CopyKind::DeviceToHost);
+      if (words[0] == 0)
+        continue;
+      // The kernel widened the index to 64 bits: sign-extended exactly when its type is signed.
+      std::string index = is_signed_int(r.index_type)
+                              ? std::to_string(static_cast<int64_t>(words[1]))
+                              : std::to_string(words[1]);
+      return (std::string(r.what) + ": index " + index + " is out of range for an array of size " +
+              std::to_string(r.bound) + " (FF_DEBUG range check; the access was skipped)");
     }
     return {};
   }
@@ -235,7 +240,7 @@ uint32_t KernelBuilder::emit(VarId root) {
           in.c = s_[var.dep[2]].scratch;
           in.d = bound_param(src);
           if (debug_checks())
-            add_range_report(in, "gather", src->size);
+            add_range_report(in, "gather", src->size, s_[var.dep[1]].type);
         } else if (var.op != IrOp::Index) {
           uint32_t* fields[3] = {&in.a, &in.b, &in.c};
           for (int i = 0; i < 3 && var.dep[i]; ++i)
@@ -284,7 +289,7 @@ std::string launch_group(TracerState& s, Group& g, std::vector<SideEffect>& effe
     in.a = kb.buffer_param(*target, ParamKind::BufferInOut);
     in.e = kb.bound_param(target);
     if (debug_checks())
-      kb.add_range_report(in, e.add ? "scatter_add" : "scatter", target->size);
+      kb.add_range_report(in, e.add ? "scatter_add" : "scatter", target->size, s[e.index].type);
     kb.instr(in);
   }
   ir.finalize();

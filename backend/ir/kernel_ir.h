@@ -75,8 +75,8 @@ inline constexpr uint32_t kNoOperand = 0xFFFFFFFFu;
 /// Optional behaviour bits of an instruction.
 enum IrFlags : uint16_t {
   /// Gather/Scatter/ScatterAdd: report the first out-of-range index through the debug report
-  /// buffer parameter named in `imm` (FF_DEBUG=1). Word 0 of that UInt64 buffer receives
-  /// index + 1 of an offending access (0 = none).
+  /// buffer parameter named in `imm` (FF_DEBUG=1): that UInt64 buffer's word 1 receives an
+  /// offending index (widened to 64 bits), word 0 becomes 1 (it stays 0 when none).
   kIrFlagReportRange = 1,
 };
 

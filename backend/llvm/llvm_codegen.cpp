@@ -508,7 +508,9 @@ void KernelEmitter::emit_scatter_add_lanes(const IrInstr& in, Value* base, Value
   b_.SetInsertPoint(cont);
 }
 
-// Debug range check: word 0 of the report buffer receives index + 1 of an offending lane.
+// Debug range check: word 1 of the report buffer receives the index of an offending lane
+// (any one: lanes and threads race), then word 0 becomes 1. A separate flag word because every
+// 64-bit value, -1 included, is a possible offending index.
 void KernelEmitter::emit_range_report(const IrInstr& in, Value* idx, Value* in_range, Value* mask) {
   Value* bad = b_.CreateAnd(mask, b_.CreateNot(in_range));
   Value* any = w_ > 1 ? b_.CreateOrReduce(bad) : bad;
@@ -516,12 +518,15 @@ void KernelEmitter::emit_range_report(const IrInstr& in, Value* idx, Value* in_r
   auto* cont = new_block("range_ok");
   b_.CreateCondBr(any, report, cont);
   b_.SetInsertPoint(report);
-  Value* one_based = b_.CreateAdd(idx, splat(b_.getInt64(1)));
-  Value* word = one_based;
+  Value* index = idx;
   if (w_ > 1)
-    word = b_.CreateIntMaxReduce(b_.CreateSelect(bad, one_based, splat(b_.getInt64(0))), false);
-  auto* st = b_.CreateAlignedStore(word, ptr_[in.imm], llvm::Align(8));
-  st->setAtomic(llvm::AtomicOrdering::Monotonic);  // several threads may report at once
+    index = b_.CreateIntMaxReduce(b_.CreateSelect(bad, idx, splat(b_.getInt64(0))), false);
+  Value* words = ptr_[in.imm];
+  auto* st_index = b_.CreateAlignedStore(index, b_.CreateConstGEP1_64(b_.getInt64Ty(), words, 1),
+                                         llvm::Align(8));
+  st_index->setAtomic(llvm::AtomicOrdering::Monotonic);  // several threads may report at once
+  auto* st_flag = b_.CreateAlignedStore(b_.getInt64(1), words, llvm::Align(8));
+  st_flag->setAtomic(llvm::AtomicOrdering::Monotonic);
   b_.CreateBr(cont);
   b_.SetInsertPoint(cont);
 }
