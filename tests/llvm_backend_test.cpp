@@ -480,6 +480,87 @@ TEST_CASE("float arithmetic, min/max ignore NaN, fma is fused", "[llvm]") {
   check.operator()<double>();
 }
 
+namespace {
+
+// Distance in units in the last place between two finite values of one type.
+template <class T>
+uint64_t ulp_distance(T a, T b) {
+  using Bits = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+  auto ordered = [](T v) {
+    Bits i = std::bit_cast<Bits>(v);
+    return i < 0 ? std::numeric_limits<Bits>::min() - i : i;  // monotonic in v
+  };
+  Bits x = ordered(a), y = ordered(b);
+  return x > y ? uint64_t(x) - uint64_t(y) : uint64_t(y) - uint64_t(x);
+}
+
+}  // namespace
+
+TEST_CASE("vector exp, log, sin and cos stay within 4 ulp of libm over wide ranges", "[llvm]") {
+  Tiers tiers = GENERATE(Tiers::Quick, Tiers::Optimized);
+  INFO((tiers == Tiers::Quick ? "quick tier" : "optimized tier"));
+  Env env(tiers);
+  {
+    // Vector code calls libmvec where glibc provides it (what makes these ~5-20x faster).
+    llvm_backend::LlvmJit jit;
+    KernelBuilder k;
+    uint32_t pa = k.param(ParamKind::BufferIn, ScalarType::Float32);
+    uint32_t po = k.param(ParamKind::BufferOut, ScalarType::Float32);
+    k.store(po, k.emit(IrOp::Sin, ScalarType::Float32, k.load(pa)));
+    std::string text = jit.emit_llvm_ir(k.finish());
+    if (jit.target().vector_math_isa)
+      CHECK_THAT(text, Catch::Matchers::Contains("_ZGV"));
+    else
+      WARN("libmvec is not available: vector math is scalarised into libm calls");
+  }
+  auto check = [&]<class T>() {
+    INFO(to_string(type_of<T>()));
+    std::mt19937_64 rng(42);
+    std::vector<T> a;
+    // Magnitudes from 1e-30 to 1e30, both signs, plus the special values.
+    for (int i = 0; i < 20000; ++i) {
+      T mag = T(std::pow(10.0, std::uniform_real_distribution<double>(-30, 30)(rng)));
+      a.push_back(i % 2 ? mag : -mag);
+    }
+    for (int i = 0; i < 20000; ++i)  // the usual range, densely
+      a.push_back(T(std::uniform_real_distribution<double>(-100, 100)(rng)));
+    for (T v : {T(0), T(-0.0), T(1), T(-1), std::numeric_limits<T>::infinity(),
+                -std::numeric_limits<T>::infinity(), std::numeric_limits<T>::quiet_NaN(),
+                std::numeric_limits<T>::denorm_min(), std::numeric_limits<T>::min(),
+                std::numeric_limits<T>::max(), T(88.72), T(-103.9), T(709.78), T(-745.1)})
+      a.push_back(v);
+    struct Fn {
+      IrOp op;
+      const char* name;
+      T (*ref)(T);
+    };
+    const Fn fns[] = {{IrOp::Exp, "exp", [](T v) { return std::exp(v); }},
+                      {IrOp::Log, "log", [](T v) { return std::log(v); }},
+                      {IrOp::Sin, "sin", [](T v) { return std::sin(v); }},
+                      {IrOp::Cos, "cos", [](T v) { return std::cos(v); }}};
+    for (const Fn& f : fns) {
+      INFO(f.name);
+      auto got = unary<T>(env, f.op, a);
+      size_t bad = 0;
+      for (size_t i = 0; i < a.size(); ++i) {
+        T want = f.ref(a[i]);
+        bool ok;
+        if (std::isnan(want) || std::isinf(want) || want == 0)
+          ok = same(got[i], want) || (want == 0 && got[i] == 0);
+        else if (std::fabs(want) < std::numeric_limits<T>::min())
+          ok = std::fabs(got[i] - want) <= 4 * std::numeric_limits<T>::denorm_min();
+        else
+          ok = std::isfinite(got[i]) && ulp_distance(got[i], want) <= 4;
+        if (!ok && bad++ < 5)
+          UNSCOPED_INFO(f.name << "(" << a[i] << ") = " << got[i] << ", libm " << want);
+      }
+      CHECK(bad == 0);
+    }
+  };
+  check.operator()<float>();
+  check.operator()<double>();
+}
+
 TEST_CASE("float math functions match libm", "[llvm]") {
   Tiers tiers = GENERATE(Tiers::Quick, Tiers::Optimized);
   INFO((tiers == Tiers::Quick ? "quick tier" : "optimized tier"));

@@ -92,6 +92,7 @@ class KernelEmitter {
                               Value* mask);
   void emit_range_report(const IrInstr& in, Value* idx, Value* in_range, Value* mask);
   Value* emit_unary(const IrInstr& in);
+  Value* emit_vector_math(const char* name, ScalarType t, Value* a);
   Value* emit_binary(const IrInstr& in);
   Value* emit_compare(const IrInstr& in);
   Value* emit_cast(ScalarType from, ScalarType to, Value* v);
@@ -531,6 +532,50 @@ void KernelEmitter::emit_range_report(const IrInstr& in, Value* idx, Value* in_r
   b_.SetInsertPoint(cont);
 }
 
+// exp/log/sin/cos of a vector through libmvec's vector-function ABI (_ZGVeN16v_expf: 'e' =
+// AVX-512, 16 lanes, one vector argument), in pieces of its width; nullptr when it does not
+// apply (no libmvec, scalar code, a width that does not divide ours): LLVM then scalarises
+// the intrinsic into libm calls, ~10x slower.
+Value* KernelEmitter::emit_vector_math(const char* name, ScalarType t, Value* a) {
+  if (w_ == 1 || !target_.vector_math_isa || !is_float(t))
+    return nullptr;
+  bool single = t == ScalarType::Float32;
+  unsigned n = target_.vector_math_bits / (single ? 32 : 64);
+  if (n == 0 || w_ % n != 0 || ((w_ / n) & (w_ / n - 1)) != 0)
+    return nullptr;
+  std::string symbol = "_ZGV" + std::string(1, target_.vector_math_isa) + "N" + std::to_string(n) +
+                       "v_" + name + (single ? "f" : "");
+  auto* piece_ty = llvm::FixedVectorType::get(elem_ty(t), n);
+  llvm::FunctionCallee fn =
+      module_.getOrInsertFunction(symbol, llvm::FunctionType::get(piece_ty, {piece_ty}, false));
+  if (auto* f = llvm::dyn_cast<llvm::Function>(fn.getCallee())) {
+    f->setDoesNotThrow();
+    f->setDoesNotAccessMemory();  // pure: unused results can go
+  }
+  std::vector<Value*> pieces;
+  for (unsigned k = 0; k < w_; k += n) {
+    llvm::SmallVector<int, 16> lanes;
+    for (unsigned i = 0; i < n; ++i)
+      lanes.push_back(static_cast<int>(k + i));
+    Value* piece = n == w_ ? a : b_.CreateShuffleVector(a, lanes);
+    pieces.push_back(b_.CreateCall(fn, {piece}));
+  }
+  // Concatenate neighbours until one vector of w_ lanes is left.
+  while (pieces.size() > 1) {
+    std::vector<Value*> joined;
+    for (size_t k = 0; k < pieces.size(); k += 2) {
+      auto width = static_cast<int>(
+          llvm::cast<llvm::FixedVectorType>(pieces[k]->getType())->getNumElements());
+      llvm::SmallVector<int, 32> lanes;
+      for (int i = 0; i < 2 * width; ++i)
+        lanes.push_back(i);
+      joined.push_back(b_.CreateShuffleVector(pieces[k], pieces[k + 1], lanes));
+    }
+    pieces.swap(joined);
+  }
+  return pieces[0];
+}
+
 Value* KernelEmitter::emit_unary(const IrInstr& in) {
   ScalarType t = in.type;
   Value* a = vals_[in.a];
@@ -548,12 +593,20 @@ Value* KernelEmitter::emit_unary(const IrInstr& in) {
     case IrOp::Sqrt:
       return intr(Intr::sqrt);
     case IrOp::Exp:
+      if (Value* v = emit_vector_math("exp", t, a))
+        return v;
       return intr(Intr::exp);
     case IrOp::Log:
+      if (Value* v = emit_vector_math("log", t, a))
+        return v;
       return intr(Intr::log);
     case IrOp::Sin:
+      if (Value* v = emit_vector_math("sin", t, a))
+        return v;
       return intr(Intr::sin);
     case IrOp::Cos:
+      if (Value* v = emit_vector_math("cos", t, a))
+        return v;
       return intr(Intr::cos);
     case IrOp::Floor:
       return intr(Intr::floor);

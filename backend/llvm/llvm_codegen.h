@@ -36,6 +36,11 @@ struct CodegenTarget {
   std::string features;  // "+avx2,+avx512f,..."
   unsigned lanes = 8;    // elements per vector iteration (16 with AVX-512)
   bool avx512 = false;
+  /// glibc's libmvec, when it is loaded: the ISA letter of its vector-function ABI names
+  /// ('e' AVX-512, 'd' AVX2) and its vector width in bits. 0: vector exp/log/sin/cos are
+  /// scalarised by LLVM into one libm call per element.
+  char vector_math_isa = 0;
+  unsigned vector_math_bits = 0;
 };
 
 /// Builds a module in `ctx` defining the kernel `name` for `ir` (which must be valid).

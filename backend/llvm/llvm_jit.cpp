@@ -146,6 +146,18 @@ LlvmJit::LlvmJit(const JitOptions& options) : impl_(std::make_shared<Impl>()) {
       take(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(layout.getGlobalPrefix()),
            "opening the process's symbols");
   im.jit->getMainJITDylib().addGenerator(std::move(process));
+  if (options.vector_math && (t.avx512 || has_feature(t.features, "avx2"))) {
+    auto mvec =
+        llvm::orc::DynamicLibrarySearchGenerator::Load("libmvec.so.1", layout.getGlobalPrefix());
+    if (mvec) {
+      im.jit->getMainJITDylib().addGenerator(std::move(*mvec));
+      t.vector_math_isa = t.avx512 ? 'e' : 'd';
+      t.vector_math_bits = t.avx512 ? 512 : 256;
+    } else {
+      ff::logging::llvm().info("libmvec not loaded ({}): exp/log/sin/cos call libm per element",
+                               llvm::toString(mvec.takeError()));
+    }
+  }
   ff::logging::llvm().info("LLVM {} JIT for {} (cpu {}), {} lanes, optimized codegen level {}",
                            LLVM_VERSION_STRING, t.triple, t.cpu, t.lanes, options.optimized_level);
 }

@@ -23,6 +23,8 @@ enum class Tier : uint8_t { Quick = 0, Optimized = 1 };
 /// How kernels are compiled; the defaults are what the backend uses.
 struct JitOptions {
   LoopStyle loop_style = LoopStyle::VectorSplitTail;
+  /// Vector exp/log/sin/cos call glibc's libmvec (at most 4 ulp from libm) when it loads.
+  bool vector_math = true;
   /// LLVM codegen level of Tier::Optimized: 0 None, 1 Less, 2 Default, 3 Aggressive.
   /// (1 runs as fast as 2 and 3 on our IR and compiles faster.)
   int optimized_level = 1;
