@@ -329,8 +329,10 @@ TEMPLATE_TEST_CASE("float special values: NaN comparisons min max and IEEE edge 
     ab = ff::abs(v), ng = -v;
   ff::eval(sq, lg, ex, fl, ce, ab, ng);
   check_exact("sqrt special values", sq, in.size(), [&](size_t i) { return std::sqrt(in[i]); });
-  check_exact("log special values", lg, in.size(), [&](size_t i) { return std::log(in[i]); });
-  check_exact("exp special values", ex, in.size(), [&](size_t i) { return std::exp(in[i]); });
+  // log and exp: NaN, infinities and zeros exactly, finite results within a few ulp (vector
+  // code uses libmvec, not libm)
+  check_near("log special values", lg, in.size(), [&](size_t i) { return std::log(in[i]); });
+  check_near("exp special values", ex, in.size(), [&](size_t i) { return std::exp(in[i]); });
   check_exact("floor special values", fl, in.size(), [&](size_t i) { return std::floor(in[i]); });
   check_exact("ceil special values", ce, in.size(), [&](size_t i) { return std::ceil(in[i]); });
   check_exact("abs special values", ab, in.size(), [&](size_t i) { return std::fabs(in[i]); });
