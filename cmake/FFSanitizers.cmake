@@ -7,8 +7,17 @@ if(FF_SANITIZE)
   add_compile_definitions(_GLIBCXX_ASSERTIONS)
 endif()
 
+# FF_FUZZ=ON (clang only) adds libFuzzer's coverage instrumentation to everything; the fuzz
+# targets link libFuzzer itself. Combine with FF_SANITIZE=address,undefined.
+if(FF_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "FF_FUZZ needs clang (configure with CXX=clang++ CC=clang)")
+  endif()
+  list(APPEND FF_SANITIZE_FLAGS -fsanitize=fuzzer-no-link)
+endif()
+
 function(ff_apply_sanitizers target)
-  if(FF_SANITIZE)
+  if(FF_SANITIZE_FLAGS)
     target_compile_options(${target} PRIVATE ${FF_SANITIZE_FLAGS})
     target_link_options(${target} PUBLIC ${FF_SANITIZE_FLAGS})
   endif()

@@ -81,6 +81,13 @@ void become_evaluated(VarId v, std::shared_ptr<Buffer> buffer) {
     dec_ref(d);
 }
 
+// FF_DEBUG range reports, except inside a recording: reading a report back is a host read,
+// which a recording refuses, and a replay has nobody to report to. Recorded functions are
+// checked when they run traced (outside ff::record).
+bool range_checks() {
+  return debug_checks() && recording_depth() == 0;
+}
+
 struct RangeReport {
   std::shared_ptr<Buffer> buffer;  // two words: offending access seen (0/1), its index
   const char* what;
@@ -239,7 +246,7 @@ uint32_t KernelBuilder::emit(VarId root) {
           in.b = s_[var.dep[1]].scratch;
           in.c = s_[var.dep[2]].scratch;
           in.d = bound_param(src);
-          if (debug_checks())
+          if (range_checks())
             add_range_report(in, "gather", src->size, s_[var.dep[1]].type);
         } else if (var.op != IrOp::Index) {
           uint32_t* fields[3] = {&in.a, &in.b, &in.c};
@@ -288,7 +295,7 @@ std::string launch_group(TracerState& s, Group& g, std::vector<SideEffect>& effe
     const std::shared_ptr<Buffer>& target = s[e.target].buffer;
     in.a = kb.buffer_param(*target, ParamKind::BufferInOut);
     in.e = kb.bound_param(target);
-    if (debug_checks())
+    if (range_checks())
       kb.add_range_report(in, e.add ? "scatter_add" : "scatter", target->size, s[e.index].type);
     kb.instr(in);
   }

@@ -37,7 +37,8 @@ class Device {
 const std::shared_ptr<Device>& current_device();
 
 /// Recording scopes open on this thread (maintained by the record/freeze front end); the
-/// tracer uses it only to warn when a size loses its provenance inside a recording.
+/// tracer uses it to warn when a size loses its provenance inside a recording and to leave
+/// FF_DEBUG range reports out of recorded kernels.
 int& recording_depth();
 
 /// True when range checks on gather/scatter indices are on (Flag::Debug / FF_DEBUG).

@@ -167,14 +167,17 @@ KernelIR KernelIR::deserialize(std::span<const std::byte> bytes) {
   auto fail = [](const std::string& what) { throw FormatError("kernel IR: " + what); };
   if (bytes.size() < 16 || std::memcmp(bytes.data(), kMagic, 4) != 0)
     fail("missing 'FFIR' magic or header shorter than 16 bytes");
-  uint16_t version;
+  uint16_t version, reserved;
   uint32_t n_params, n_instrs;
   std::memcpy(&version, bytes.data() + 4, 2);
+  std::memcpy(&reserved, bytes.data() + 6, 2);
   std::memcpy(&n_params, bytes.data() + 8, 4);
   std::memcpy(&n_instrs, bytes.data() + 12, 4);
   if (version != kIrVersion)
     fail("version " + std::to_string(version) + " is not the supported version " +
          std::to_string(kIrVersion));
+  if (reserved != 0)  // one kernel, one byte string: its hash is its identity
+    fail("reserved header field is " + std::to_string(reserved) + ", not 0");
   uint64_t need = 16 + uint64_t{n_params} * 2 + uint64_t{n_instrs} * sizeof(IrInstr);
   if (bytes.size() != need)
     fail("size " + std::to_string(bytes.size()) + " bytes does not match the " +
@@ -189,7 +192,13 @@ KernelIR KernelIR::deserialize(std::span<const std::byte> bytes) {
   }
   ir.instrs.resize(n_instrs);
   std::memcpy(ir.instrs.data(), p, n_instrs * sizeof(IrInstr));
-  ir.validate();
+  try {
+    ir.validate();
+  } catch (const FormatError&) {
+    throw;
+  } catch (const Error& e) {
+    fail(e.what());  // bytes from outside: a damaged kernel is a format error
+  }
   ir.finalize();
   return ir;
 }
@@ -255,6 +264,8 @@ void KernelIR::validate() const {
     };
     auto report = [&] {
       if (in.flags & kIrFlagReportRange) {
+        if (in.imm >= params.size())
+          fail(k, "report parameter " + std::to_string(in.imm) + " out of range");
         const IrParam& pr = param(static_cast<uint32_t>(in.imm), "report");
         if (pr.kind != ParamKind::BufferInOut || pr.type != ScalarType::UInt64)
           fail(k, "range report parameter must be an inout uint64 buffer");

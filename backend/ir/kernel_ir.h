@@ -114,7 +114,8 @@ struct KernelIR {
 
   /// Canonical bytes (the identity of the kernel; what recordings store).
   std::vector<std::byte> serialize() const;
-  /// Parses bytes from serialize(); throws ff::FormatError naming the problem.
+  /// Parses bytes from serialize() and validates them; throws ff::FormatError naming the
+  /// problem (a malformed header or an invalid instruction alike).
   static KernelIR deserialize(std::span<const std::byte> bytes);
   /// Recomputes `hash` from the canonical bytes.
   void finalize();
