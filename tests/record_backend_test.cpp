@@ -209,3 +209,25 @@ TEST_CASE("a size converted to a plain integer inside a recording logs where it 
   CHECK(outside == 9);
   CHECK(log.str().empty());
 }
+
+TEST_CASE("with FF_DEBUG on, recordings leave the range checks out and traced code keeps them",
+          "[record][debug]") {
+  ff::init("llvm");
+  ff::set_flag(ff::Flag::Debug, true);
+
+  struct Restore {
+    ~Restore() { ff::set_flag(ff::Flag::Debug, false); }
+  } restore;
+
+  auto x = ff::Float32::from(iota_floats(10, 0.f));
+  auto idx = ff::UInt32::from({0u, 3u, 9u});
+  // Reading a range report back would be a host read, which a recording refuses.
+  ff::Recording r = ff::record(
+      {x, idx}, [&] { return std::vector<ff::AnyArray>{ff::gather<ff::Float32>(x, idx)}; });
+  auto y = ff::Float32::from(iota_floats(5, 100.f));
+  auto out = r.replay({y, ff::UInt32::from({4u, 1u})});
+  CHECK(out[0].as<ff::Float32>().to_vector() == std::vector<float>{104.f, 101.f});
+  // The same gather traced still raises on a bad index.
+  CHECK_THROWS_WITH(ff::eval(ff::gather<ff::Float32>(x, ff::UInt32::from({42u}))),
+                    Catch::Matchers::Contains("index 42 is out of range"));
+}
