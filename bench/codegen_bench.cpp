@@ -32,47 +32,34 @@ KernelIR chain_kernel() {
   KernelIR ir;
   const ScalarType F = ScalarType::Float32;
   ir.params = {{ParamKind::BufferIn, F}, {ParamKind::BufferOut, F}};
-  auto emit = [&](IrOp op, ScalarType t, uint32_t a = kNoOperand, uint32_t b = kNoOperand,
-                  uint32_t c = kNoOperand) {
-    IrInstr in{};
-    in.op = op;
-    in.type = t;
-    in.a = a;
-    in.b = b;
-    in.c = c;
-    in.d = in.e = kNoOperand;
-    ir.instrs.push_back(in);
-    return static_cast<uint32_t>(ir.instrs.size() - 1);
+  auto emit = [&](IrOp op, ScalarType t, std::initializer_list<uint32_t> operands = {}) {
+    return ir.emit(op, t, operands);
   };
-  auto lit = [&](float v) {
-    uint32_t k = emit(IrOp::Literal, F);
-    ir.instrs[k].imm = std::bit_cast<uint32_t>(v);
-    return k;
-  };
-  uint32_t x = emit(IrOp::Load, F, 0);
+  auto lit = [&](float v) { return ir.emit(IrOp::Literal, F, {}, std::bit_cast<uint32_t>(v)); };
+  uint32_t x = emit(IrOp::Load, F, {0});
   uint32_t y = x;
   for (int k = 0; k < ff_bench::kW2Ops; ++k) {
     switch (k % ff_bench::kChainLength) {
       case 0:
-        y = emit(IrOp::Fma, F, y, lit(0.5f), x);
+        y = emit(IrOp::Fma, F, {y, lit(0.5f), x});
         break;
       case 1:
-        y = emit(IrOp::Add, F, y, lit(1.f));
+        y = emit(IrOp::Add, F, {y, lit(1.f)});
         break;
       case 2:
-        y = emit(IrOp::Mul, F, y, lit(0.75f));
+        y = emit(IrOp::Mul, F, {y, lit(0.75f)});
         break;
       case 3:
-        y = emit(IrOp::Sqrt, F, y);
+        y = emit(IrOp::Sqrt, F, {y});
         break;
       default: {
-        uint32_t m = emit(IrOp::Gt, ScalarType::Bool, y, lit(1.f));
-        y = emit(IrOp::Select, F, m, emit(IrOp::Sub, F, y, lit(0.5f)),
-                 emit(IrOp::Add, F, y, lit(0.5f)));
+        uint32_t m = emit(IrOp::Gt, ScalarType::Bool, {y, lit(1.f)});
+        y = emit(IrOp::Select, F,
+                 {m, emit(IrOp::Sub, F, {y, lit(0.5f)}), emit(IrOp::Add, F, {y, lit(0.5f)})});
       }
     }
   }
-  emit(IrOp::Store, F, 1, y);
+  emit(IrOp::Store, F, {1, y});
   ir.finalize();
   return ir;
 }
@@ -147,19 +134,7 @@ void bm_hand_loop(benchmark::State& state) {
 KernelIR math_kernel(IrOp op, ScalarType t) {
   KernelIR ir;
   ir.params = {{ParamKind::BufferIn, t}, {ParamKind::BufferOut, t}};
-  IrInstr load{}, apply{}, store{};
-  load.op = IrOp::Load;
-  load.type = t;
-  load.a = 0;
-  load.b = load.c = load.d = load.e = kNoOperand;
-  apply = load;
-  apply.op = op;
-  apply.a = 0;
-  store = load;
-  store.op = IrOp::Store;
-  store.a = 1;
-  store.b = 1;
-  ir.instrs = {load, apply, store};
+  ir.emit(IrOp::Store, t, {1, ir.emit(op, t, {ir.emit(IrOp::Load, t, {0})})});
   ir.finalize();
   return ir;
 }

@@ -94,18 +94,7 @@ struct KernelBuilder {
   uint32_t emit(IrOp op, ScalarType t, uint32_t a = kNoOperand, uint32_t b = kNoOperand,
                 uint32_t c = kNoOperand, uint32_t d = kNoOperand, uint32_t e = kNoOperand,
                 uint64_t imm = 0, uint16_t flags = 0) {
-    IrInstr in{};
-    in.op = op;
-    in.type = t;
-    in.flags = flags;
-    in.a = a;
-    in.b = b;
-    in.c = c;
-    in.d = d;
-    in.e = e;
-    in.imm = imm;
-    ir.instrs.push_back(in);
-    return static_cast<uint32_t>(ir.instrs.size() - 1);
+    return ir.emit(op, t, {a, b, c, d, e}, imm, flags);
   }
 
   uint32_t load(uint32_t p) { return emit(IrOp::Load, ir.params[p].type, p); }

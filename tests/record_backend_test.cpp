@@ -26,20 +26,10 @@ KernelIR doubling_kernel() {
   KernelIR ir;
   ir.params = {{ParamKind::BufferIn, ScalarType::Float32},
                {ParamKind::BufferOut, ScalarType::Float32}};
-  auto emit = [&](IrOp op, uint32_t a = kNoOperand, uint32_t b = kNoOperand, uint64_t imm = 0) {
-    IrInstr in{};
-    in.op = op;
-    in.type = ScalarType::Float32;
-    in.a = a;
-    in.b = b;
-    in.c = in.d = in.e = kNoOperand;
-    in.imm = imm;
-    ir.instrs.push_back(in);
-    return static_cast<uint32_t>(ir.instrs.size() - 1);
-  };
-  uint32_t x = emit(IrOp::Load, 0);
-  uint32_t two = emit(IrOp::Literal, kNoOperand, kNoOperand, 0x40000000);  // 2.0f
-  emit(IrOp::Store, 1, emit(IrOp::Mul, x, two));
+  const ScalarType F = ScalarType::Float32;
+  uint32_t x = ir.emit(IrOp::Load, F, {0});
+  uint32_t two = ir.emit(IrOp::Literal, F, {}, 0x40000000);  // 2.0f
+  ir.emit(IrOp::Store, F, {1, ir.emit(IrOp::Mul, F, {x, two})});
   ir.finalize();
   return ir;
 }

@@ -191,7 +191,8 @@ KernelIR KernelIR::deserialize(std::span<const std::byte> bytes) {
     p += 2;
   }
   ir.instrs.resize(n_instrs);
-  std::memcpy(ir.instrs.data(), p, n_instrs * sizeof(IrInstr));
+  if (n_instrs)  // data() may be null for an empty vector
+    std::memcpy(ir.instrs.data(), p, n_instrs * sizeof(IrInstr));
   try {
     ir.validate();
   } catch (const FormatError&) {
@@ -201,6 +202,22 @@ KernelIR KernelIR::deserialize(std::span<const std::byte> bytes) {
   }
   ir.finalize();
   return ir;
+}
+
+uint32_t KernelIR::emit(IrOp op, ScalarType type, std::initializer_list<uint32_t> operands,
+                        uint64_t imm, uint16_t flags) {
+  IrInstr in{};
+  in.op = op;
+  in.type = type;
+  in.flags = flags;
+  in.imm = imm;
+  uint32_t* fields[] = {&in.a, &in.b, &in.c, &in.d, &in.e};
+  size_t k = 0;
+  for (uint32_t v : operands)
+    if (k < std::size(fields))
+      *fields[k++] = v;
+  instrs.push_back(in);
+  return static_cast<uint32_t>(instrs.size() - 1);
 }
 
 void KernelIR::finalize() {

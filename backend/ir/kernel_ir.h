@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <span>
 #include <string>
 #include <vector>
@@ -124,6 +125,11 @@ struct KernelIR {
   void validate() const;
   /// Human-readable listing, one instruction per line.
   std::string to_string() const;
+
+  /// Appends an instruction with `operands` as a, b, c, ... (the rest kNoOperand) and returns
+  /// its index: for kernels built by hand (the JIT warm-up, tests, benchmarks).
+  uint32_t emit(IrOp op, ScalarType type, std::initializer_list<uint32_t> operands = {},
+                uint64_t imm = 0, uint16_t flags = 0);
 };
 
 /// A kernel argument as passed to a launch: the pointer or scalar bit pattern.

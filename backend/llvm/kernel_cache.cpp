@@ -21,25 +21,13 @@ KernelIR warm_up_kernel() {
   KernelIR ir;
   auto F = ScalarType::Float32, I = ScalarType::Int32;
   ir.params = {{ParamKind::BufferIn, F}, {ParamKind::BufferOut, F}, {ParamKind::BufferOut, I}};
-  auto emit = [&](IrOp op, ScalarType t, uint32_t a = kNoOperand, uint32_t b = kNoOperand,
-                  uint32_t c = kNoOperand, uint64_t imm = 0) {
-    IrInstr in{};
-    in.op = op;
-    in.type = t;
-    in.a = a;
-    in.b = b;
-    in.c = c;
-    in.imm = imm;
-    ir.instrs.push_back(in);
-    return static_cast<uint32_t>(ir.instrs.size() - 1);
-  };
-  uint32_t x = emit(IrOp::Load, F, 0);
-  uint32_t half = emit(IrOp::Literal, F, kNoOperand, kNoOperand, kNoOperand, 0x3f000000);
-  uint32_t f = emit(IrOp::Fma, F, x, half, x);
-  uint32_t m = emit(IrOp::Gt, ScalarType::Bool, x, half);
-  emit(IrOp::Store, F, 1, emit(IrOp::Select, F, m, emit(IrOp::Sqrt, F, f), x));
-  uint32_t i = emit(IrOp::Index, I);
-  emit(IrOp::Store, I, 2, emit(IrOp::Add, I, i, emit(IrOp::Cast, I, f)));
+  uint32_t x = ir.emit(IrOp::Load, F, {0});
+  uint32_t half = ir.emit(IrOp::Literal, F, {}, 0x3f000000);
+  uint32_t f = ir.emit(IrOp::Fma, F, {x, half, x});
+  uint32_t m = ir.emit(IrOp::Gt, ScalarType::Bool, {x, half});
+  ir.emit(IrOp::Store, F, {1, ir.emit(IrOp::Select, F, {m, ir.emit(IrOp::Sqrt, F, {f}), x})});
+  uint32_t i = ir.emit(IrOp::Index, I);
+  ir.emit(IrOp::Store, I, {2, ir.emit(IrOp::Add, I, {i, ir.emit(IrOp::Cast, I, {f})})});
   ir.finalize();
   return ir;
 }
