@@ -28,6 +28,38 @@ const char* to_string(OpCode c) {
   return i < kNumOpCodes ? names[i] : "invalid-op";
 }
 
+void op_uses(const RecordingData& d, const Op& op, std::vector<SlotUse>& out) {
+  out.clear();
+  auto kind = static_cast<CopyKind>(op.sub);
+  switch (op.code) {
+    case OpCode::Copy:  // host memory is no slot: a constant's source, a host read's target
+      if (kind != CopyKind::HostToDevice)
+        out.push_back({op.src, true, false});
+      if (kind != CopyKind::DeviceToHost)
+        out.push_back({op.dst, false, true});
+      break;
+    case OpCode::Fill:
+      out.push_back({op.dst, false, true});
+      break;
+    case OpCode::Launch:
+      for (uint32_t a = op.arg_begin; a < op.arg_end; ++a) {
+        if (!d.args[a].is_buffer)
+          continue;
+        ParamKind k = d.kernels[op.kernel]->params[a - op.arg_begin].kind;
+        out.push_back({d.args[a].slot, k != ParamKind::BufferOut, k != ParamKind::BufferIn});
+      }
+      break;
+    case OpCode::Reduce:
+    case OpCode::PrefixSum:
+    case OpCode::Compress:
+      out.push_back({op.src, true, false});
+      out.push_back({op.dst, false, true});
+      break;
+    default:  // Alloc and Release create and end a slot rather than use it
+      break;
+  }
+}
+
 void RecordingData::validate() const {
   auto fail = [](const std::string& what) { throw FreezeError("invalid recording: " + what); };
   auto check_slot = [&](uint32_t s, const std::string& where) {
@@ -39,6 +71,10 @@ void RecordingData::validate() const {
       fail(where + " names size expression " + std::to_string(e) + " of " +
            std::to_string(exprs.size()));
   };
+  // Nodes an evaluation visits per expression (operands may be shared, so a chain of n nodes
+  // can unfold to 2^n): bounded, so evaluating a damaged recording cannot hang.
+  constexpr uint64_t kMaxExprTree = 1u << 16;
+  std::vector<uint64_t> tree(exprs.size(), 1);
   for (size_t i = 0; i < exprs.size(); ++i) {
     const ExprNode& n = exprs[i];
     std::string where = "size expression " + std::to_string(i);
@@ -57,6 +93,9 @@ void RecordingData::validate() const {
         // Operands precede their node: expressions are acyclic and evaluation terminates.
         if (n.lhs >= i || n.rhs >= i)
           fail(where + " has an operand that does not precede it");
+        tree[i] = 1 + tree[n.lhs] + tree[n.rhs];
+        if (tree[i] > kMaxExprTree)
+          fail(where + " unfolds to more than " + std::to_string(kMaxExprTree) + " nodes");
         break;
       default:
         fail(where + " has an invalid operator");
@@ -70,6 +109,8 @@ void RecordingData::validate() const {
     std::string where = "slot " + std::to_string(s);
     if (!is_valid(sl.type))
       fail(where + " has an invalid element type");
+    if (sl.size_expr != kNone)
+      check_expr(sl.size_expr, where);
     switch (sl.origin) {
       case SlotOrigin::Input:
         if (sl.origin_index >= inputs.size())
@@ -117,6 +158,7 @@ void RecordingData::validate() const {
   enum : uint8_t { kDead = 0, kLive = 1, kWritten = 2, kReleased = 3 };
 
   std::vector<uint8_t> state(slots.size(), kDead);
+  std::vector<SlotUse> uses;
   for (size_t s = 0; s < slots.size(); ++s)
     if (slots[s].origin != SlotOrigin::Alloc)
       state[s] = kWritten;
@@ -128,6 +170,8 @@ void RecordingData::validate() const {
     if (op.access_begin > op.access_end || op.access_end > accesses.size())
       fail(where + " has an invalid access range");
     auto need_expr = [&] { check_expr(op.size_expr, where); };
+    if (op.size_expr != kNone)  // ops without a size may still carry one: it must be valid
+      check_expr(op.size_expr, where);
     switch (op.code) {
       case OpCode::Alloc:
         check_slot(op.dst, where);
@@ -186,19 +230,29 @@ void RecordingData::validate() const {
       case OpCode::Sync:
         break;
     }
-    if (op.dst != kNone)
-      check_slot(op.dst, where);
-    if (op.src != kNone)
-      check_slot(op.src, where);
+    // The slots the op names (what a replay touches), in lifetime order: reads need a written
+    // slot, writes a live one. The access list (for dumps) may only repeat them.
+    op_uses(*this, op, uses);
+    for (const SlotUse& u : uses)
+      check_slot(u.slot, where);
+    for (const SlotUse& u : uses) {
+      uint8_t st = state[u.slot];
+      if (st == kDead || st == kReleased)
+        fail(where + " uses slot " + std::to_string(u.slot) + " outside its lifetime");
+      if (u.read && st != kWritten && !is_capture)
+        fail(where + " reads slot " + std::to_string(u.slot) + " before anything wrote it");
+    }
+    for (const SlotUse& u : uses)
+      if (u.write)
+        state[u.slot] = kWritten;
     for (uint32_t a = op.access_begin; a < op.access_end; ++a) {
       const Access& acc = accesses[a];
-      uint8_t st = state[acc.slot];
-      if (st == kDead || st == kReleased)
-        fail(where + " uses slot " + std::to_string(acc.slot) + " outside its lifetime");
-      if (!acc.write && st != kWritten && !is_capture)
-        fail(where + " reads slot " + std::to_string(acc.slot) + " before anything wrote it");
-      if (acc.write)
-        state[acc.slot] = kWritten;
+      bool listed = false;
+      for (const SlotUse& u : uses)
+        listed |= u.slot == acc.slot && (acc.write ? u.write : u.read);
+      if (!listed)
+        fail(where + " lists an access to slot " + std::to_string(acc.slot) +
+             " that the op does not make");
     }
   }
   for (size_t k = 0; k < outputs.size(); ++k) {

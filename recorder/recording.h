@@ -99,6 +99,18 @@ struct Guard {
   std::string what;
 };
 
+/// A slot an op reads and/or writes, as the op's own fields name it (what a replay touches).
+struct SlotUse {
+  uint32_t slot;
+  bool read, write;
+};
+
+struct RecordingData;
+
+/// The slots `op` reads and writes (Alloc and Release: none). The op's kernel and argument
+/// range must be valid; the slots are not checked.
+void op_uses(const RecordingData& d, const Op& op, std::vector<SlotUse>& out);
+
 struct RecordingData {
   std::string backend;  // the stack it was recorded on
   std::vector<Slot> slots;

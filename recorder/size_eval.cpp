@@ -71,6 +71,9 @@ uint64_t evaluate(const RecordingData& data, uint32_t e, std::span<const uint64_
   uint64_t b = evaluate(data, n.rhs, slot_sizes, where);
   switch (n.op) {
     case SizeOp::Add:
+      if (a + b < a)
+        throw FreezeError(std::string(where) + ": size " + expr_to_string(data, e) +
+                          " overflows 64 bits for these inputs");
       return a + b;
     case SizeOp::Sub:
       if (b > a)
@@ -79,6 +82,9 @@ uint64_t evaluate(const RecordingData& data, uint32_t e, std::span<const uint64_
                           std::to_string(b) + ") for these inputs");
       return a - b;
     case SizeOp::Mul:
+      if (a != 0 && b > UINT64_MAX / a)
+        throw FreezeError(std::string(where) + ": size " + expr_to_string(data, e) +
+                          " overflows 64 bits for these inputs");
       return a * b;
     case SizeOp::Div:
       if (b == 0)

@@ -9,6 +9,10 @@
 // work); the rest are checked right after the op they were recorded after (e.g. a compress).
 #include "replay/replay_plan.h"
 
+#include <algorithm>
+#include <utility>
+#include <vector>
+
 #include "freezeframe/errors.h"
 #include "recorder/size_eval.h"
 
@@ -25,6 +29,40 @@ SizeRef size_ref(const rec::RecordingData& d, uint32_t e) {
   return {SizeRef::Expr, 0, e};
 }
 
+// What a kernel touches in each buffer parameter, so a replay can check it against the slot.
+struct Extent {
+  uint32_t lane_bytes = 0, fixed_bytes = 0;
+  std::vector<std::pair<uint32_t, uint32_t>> bounds;  // (bound parameter, element bytes)
+};
+
+std::vector<Extent> buffer_extents(const KernelIR& ir) {
+  std::vector<Extent> e(ir.params.size());
+  auto elem = [&](uint32_t p) { return static_cast<uint32_t>(size_of(ir.params[p].type)); };
+  for (const IrInstr& in : ir.instrs) {
+    switch (in.op) {
+      case IrOp::Load:
+      case IrOp::Store:
+        e[in.a].lane_bytes = elem(in.a);
+        break;
+      case IrOp::LoadBroadcast:
+        e[in.a].fixed_bytes = std::max(e[in.a].fixed_bytes, elem(in.a));
+        break;
+      case IrOp::Gather:
+        e[in.a].bounds.push_back({in.d, elem(in.a)});
+        break;
+      case IrOp::Scatter:
+      case IrOp::ScatterAdd:
+        e[in.a].bounds.push_back({in.e, elem(in.a)});
+        break;
+      default:
+        break;
+    }
+    if (in.flags & kIrFlagReportRange)
+      e[in.imm].fixed_bytes = std::max<uint32_t>(e[in.imm].fixed_bytes, 16);  // two words
+  }
+  return e;
+}
+
 }  // namespace
 
 ReplayPlan::ReplayPlan(std::shared_ptr<const rec::RecordingData> data, Backend& backend)
@@ -36,23 +74,23 @@ ReplayPlan::ReplayPlan(std::shared_ptr<const rec::RecordingData> data, Backend& 
         "a session capture records host reads and external memory; it can be "
         "inspected but not replayed");
   kernels.reserve(d.kernels.size());
-  std::vector<std::vector<uint8_t>> lane_indexed(d.kernels.size());
+  std::vector<std::vector<Extent>> extents(d.kernels.size());
   for (size_t k = 0; k < d.kernels.size(); ++k) {
-    const KernelIR& ir = *d.kernels[k];
-    kernels.push_back(backend.compile(ir));
-    lane_indexed[k].assign(ir.params.size(), 0);
-    for (const IrInstr& in : ir.instrs)
-      if (in.op == IrOp::Load || in.op == IrOp::Store)
-        lane_indexed[k][in.a] = 1;
+    kernels.push_back(backend.compile(*d.kernels[k]));  // validates the IR
+    extents[k] = buffer_extents(*d.kernels[k]);
   }
 
   written_inputs.assign(d.inputs.size(), 0);
   is_output.assign(d.slots.size(), 0);
   for (auto& o : d.outputs)
     is_output[o.slot] = 1;
-  for (const rec::Access& a : d.accesses)
-    if (a.write && d.slots[a.slot].origin == rec::SlotOrigin::Input)
-      written_inputs[d.slots[a.slot].origin_index] = 1;
+  std::vector<rec::SlotUse> uses;
+  for (const rec::Op& op : d.ops) {
+    rec::op_uses(d, op, uses);
+    for (const rec::SlotUse& u : uses)
+      if (u.write && d.slots[u.slot].origin == rec::SlotOrigin::Input)
+        written_inputs[d.slots[u.slot].origin_index] = 1;
+  }
 
   // Guards: early ones first, then grouped by the op they follow.
   std::vector<std::vector<uint32_t>> after(d.ops.size());
@@ -80,19 +118,22 @@ ReplayPlan::ReplayPlan(std::shared_ptr<const rec::RecordingData> data, Backend& 
       p.template_begin = static_cast<uint32_t>(arg_template.size());
       p.buffer_begin = static_cast<uint32_t>(buffer_patches.size());
       p.scalar_begin = static_cast<uint32_t>(scalar_patches.size());
+      p.bound_begin = static_cast<uint32_t>(bound_checks.size());
       for (uint32_t a = op.arg_begin; a < op.arg_end; ++a) {
         const rec::LaunchArg& arg = d.args[a];
         uint32_t pos = a - op.arg_begin;
         arg_template.push_back(arg.is_buffer ? 0 : arg.bits);
         if (arg.is_buffer) {
-          const IrParam& param = d.kernels[op.kernel]->params[pos];
-          auto lane = static_cast<uint32_t>(lane_indexed[op.kernel][pos] ? size_of(param.type) : 0);
-          buffer_patches.push_back({pos, arg.slot, arg.offset, lane});
+          const Extent& x = extents[op.kernel][pos];
+          for (auto [bound, bytes] : x.bounds)
+            bound_checks.push_back({static_cast<uint32_t>(buffer_patches.size()), bound, bytes});
+          buffer_patches.push_back({pos, arg.slot, arg.offset, x.lane_bytes, x.fixed_bytes});
         } else if (arg.size_expr != rec::kNone)
           scalar_patches.push_back({pos, size_ref(d, arg.size_expr)});
       }
       p.buffer_end = static_cast<uint32_t>(buffer_patches.size());
       p.scalar_end = static_cast<uint32_t>(scalar_patches.size());
+      p.bound_end = static_cast<uint32_t>(bound_checks.size());
       max_args = std::max(max_args, p.n_args);
     }
     p.guard_begin = static_cast<uint32_t>(guard_order.size());

@@ -23,9 +23,19 @@ struct SizeRef {
 struct BufferPatch {
   uint32_t arg;  // position in the argument array
   uint32_t slot;
-  uint64_t offset;      // bytes into the slot
-  uint32_t lane_bytes;  // >0: the kernel reads or writes element i of every lane (Load or
-                        // Store), so the slot must hold `size` elements of this many bytes
+  uint64_t offset;           // bytes into the slot
+  uint32_t lane_bytes;       // >0: the kernel reads or writes element i of every lane (Load or
+                             // Store), so the slot must hold `size` elements of this many bytes
+  uint32_t fixed_bytes = 0;  // bytes the kernel touches at any size (LoadBroadcast reads
+                             // element 0, a debug range report writes two words)
+};
+
+/// A gather or scatter into a buffer argument indexes below a bound argument: the slot must
+/// hold `bound` elements (a recording from outside could pass any bound).
+struct BoundCheck {
+  uint32_t patch;  // into ReplayPlan::buffer_patches
+  uint32_t bound_arg;
+  uint32_t elem_bytes;
 };
 
 /// A scalar argument whose value is a size expression (a gather bound, a mean's count).
@@ -42,6 +52,7 @@ struct PlannedOp {
   uint32_t template_begin = 0;                // into ReplayPlan::arg_template
   uint32_t buffer_begin = 0, buffer_end = 0;  // into ReplayPlan::buffer_patches
   uint32_t scalar_begin = 0, scalar_end = 0;  // into ReplayPlan::scalar_patches
+  uint32_t bound_begin = 0, bound_end = 0;    // into ReplayPlan::bound_checks
   uint32_t guard_begin = 0, guard_end = 0;    // guards checked after this op
 };
 
@@ -64,6 +75,7 @@ class ReplayPlan {
   std::vector<uint64_t> arg_template;  // launch arguments with constants filled in
   std::vector<BufferPatch> buffer_patches;
   std::vector<ScalarPatch> scalar_patches;
+  std::vector<BoundCheck> bound_checks;
   std::vector<uint32_t> guard_order;    // guard indices: [0, n_early) before the first op,
   uint32_t n_early_guards = 0;          // then per-op ranges (PlannedOp::guard_*)
   std::vector<uint8_t> written_inputs;  // per input: some op writes it (copied first)

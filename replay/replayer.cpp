@@ -78,6 +78,15 @@ class Run {
     }
   }
 
+  /// n elements of `elem` bytes, refused if that overflows (sizes from outside are arbitrary).
+  uint64_t bytes_of(uint64_t n, uint64_t elem, size_t op) const {
+    if (elem != 0 && n > UINT64_MAX / elem)
+      throw FreezeError("replay op " + std::to_string(op) + " (" + to_string(d_.ops[op].code) +
+                        "): " + std::to_string(n) + " elements of " + std::to_string(elem) +
+                        " bytes overflow 64 bits");
+    return n * elem;
+  }
+
   void check_range(uint32_t slot, uint64_t offset, uint64_t bytes, size_t op) const {
     if (offset > s_.capacity[slot] || bytes > s_.capacity[slot] - offset)
       throw FreezeError("replay op " + std::to_string(op) + " (" + to_string(d_.ops[op].code) +
@@ -128,14 +137,21 @@ void Run::op_launch(size_t i, const PlannedOp& p) {
   for (uint32_t k = p.buffer_begin; k < p.buffer_end; ++k) {
     const BufferPatch& bp = plan_.buffer_patches[k];
     if (bp.lane_bytes)
-      check_range(bp.slot, bp.offset, n * bp.lane_bytes, i);
+      check_range(bp.slot, bp.offset, bytes_of(n, bp.lane_bytes, i), i);
     else if (bp.offset != 0 && bp.offset >= s_.capacity[bp.slot])
       check_range(bp.slot, bp.offset, 1, i);
+    if (bp.fixed_bytes && n != 0)
+      check_range(bp.slot, bp.offset, bp.fixed_bytes, i);
     args[bp.arg].bits = reinterpret_cast<uint64_t>(static_cast<char*>(s_.ptr[bp.slot]) + bp.offset);
   }
   for (uint32_t k = p.scalar_begin; k < p.scalar_end; ++k) {
     const ScalarPatch& sp = plan_.scalar_patches[k];
     args[sp.arg].bits = eval(sp.size, "launch argument");
+  }
+  for (uint32_t k = p.bound_begin; k < p.bound_end; ++k) {
+    const BoundCheck& bc = plan_.bound_checks[k];
+    const BufferPatch& bp = plan_.buffer_patches[bc.patch];
+    check_range(bp.slot, bp.offset, bytes_of(args[bc.bound_arg].bits, bc.elem_bytes, i), i);
   }
   if (options_.provenance) {
     // Slow path (nested recording): each sized scalar carries its expression.
@@ -202,10 +218,11 @@ std::vector<ReplayOutput> Run::execute(std::span<const ReplayInput> inputs) {
     switch (p.code) {
       case OpCode::Alloc: {
         uint64_t n = eval(p.size, "alloc");
+        uint64_t capacity = bytes_of(n, size_of(op.type), i);
         void* ptr = backend_.alloc(op.type, n, prov_of(op.size_expr, s_.prov));
         s_.ptr[op.dst] = ptr;
         s_.size[op.dst] = n;
-        s_.capacity[op.dst] = n * size_of(op.type);
+        s_.capacity[op.dst] = capacity;
         s_.live[op.dst] = 1;
         break;
       }
@@ -233,7 +250,7 @@ std::vector<ReplayOutput> Run::execute(std::span<const ReplayInput> inputs) {
       }
       case OpCode::Fill: {
         uint64_t n = eval(p.size, "fill");
-        check_range(op.dst, op.dst_offset, n * op.elem_size, i);
+        check_range(op.dst, op.dst_offset, bytes_of(n, op.elem_size, i), i);
         backend_.fill(static_cast<char*>(s_.ptr[op.dst]) + op.dst_offset, n, op.elem_size,
                       op.value);
         break;
@@ -248,8 +265,8 @@ std::vector<ReplayOutput> Run::execute(std::span<const ReplayInput> inputs) {
         size_t in_elem = p.code == OpCode::Compress ? 1 : size_of(op.type);
         size_t out_elems = p.code == OpCode::Reduce ? 1 : n;
         size_t out_elem = p.code == OpCode::Compress ? 4 : size_of(op.type);
-        check_range(op.src, op.src_offset, n * in_elem, i);
-        check_range(op.dst, op.dst_offset, out_elems * out_elem, i);
+        check_range(op.src, op.src_offset, bytes_of(n, in_elem, i), i);
+        check_range(op.dst, op.dst_offset, bytes_of(out_elems, out_elem, i), i);
         const char* in = static_cast<const char*>(s_.ptr[op.src]) + op.src_offset;
         char* out = static_cast<char*>(s_.ptr[op.dst]) + op.dst_offset;
         if (p.code == OpCode::Reduce)

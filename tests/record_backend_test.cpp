@@ -13,6 +13,7 @@
 
 #include "backend/llvm/llvm_backend.h"
 #include "common/log.h"
+#include "frontend/recording_state.h"
 #include "recorder/recording_backend.h"
 #include "replay/replay_plan.h"
 #include "replay/replayer.h"
@@ -220,4 +221,91 @@ TEST_CASE("with FF_DEBUG on, recordings leave the range checks out and traced co
   // The same gather traced still raises on a bad index.
   CHECK_THROWS_WITH(ff::eval(ff::gather<ff::Float32>(x, ff::UInt32::from({42u}))),
                     Catch::Matchers::Contains("index 42 is out of range"));
+}
+
+TEST_CASE("a gather bound that exceeds its buffer is refused at replay", "[record][offset]") {
+  // Recordings from outside may say anything: a kernel masks indices against its bound
+  // argument, so a bound larger than the buffer would let a gather read past it.
+  ff::init("llvm");
+  auto x = ff::Float32::from(iota_floats(10, 0.f));
+  auto idx = ff::UInt32::from({0u, 5u});
+  ff::Recording r = ff::record(
+      {x, idx}, [&] { return std::vector<ff::AnyArray>{ff::gather<ff::Float32>(x, idx)}; });
+  auto data = std::make_shared<rec::RecordingData>(*r.state()->data);
+  data->exprs.push_back({SizeOp::Const, 1000, rec::kNone, rec::kNone, rec::kNone});
+  size_t patched = 0;
+  for (const rec::Op& op : data->ops)
+    for (uint32_t a = op.arg_begin; op.code == rec::OpCode::Launch && a < op.arg_end; ++a)
+      if (!data->args[a].is_buffer && data->args[a].size_expr != rec::kNone) {
+        data->args[a].size_expr = static_cast<uint32_t>(data->exprs.size() - 1);
+        ++patched;
+      }
+  REQUIRE(patched == 1);  // the gather's bound
+  data->validate();       // structurally sound: only the replay can tell
+
+  Env env;
+  replay::ReplayPlan plan(data, env.backend);
+  float* src = env.upload(iota_floats(10, 0.f));
+  auto* index = static_cast<uint32_t*>(env.backend.alloc(ScalarType::UInt32, 2, {}));
+  const uint32_t host_index[] = {0, 500};
+  env.backend.copy(index, host_index, sizeof host_index, CopyKind::HostToDevice);
+  replay::ReplayInput in[] = {{src, ScalarType::Float32, 10}, {index, ScalarType::UInt32, 2}};
+  CHECK_THAT(freeze_message([&] { replay::run(plan, env.backend, in, {}); }),
+             Catch::Matchers::Contains("would access bytes [0, 4000)"));
+  env.backend.release(index);
+  env.backend.release(src);
+}
+
+TEST_CASE("validation refuses recordings whose ops and lists disagree", "[record][refusal]") {
+  ff::init("llvm");
+  auto x = ff::Float32::from(iota_floats(10, 0.f));
+  ff::Recording r = ff::record({x}, [&] { return std::vector<ff::AnyArray>{x * 2.f + 1.f}; });
+  const rec::RecordingData& good = *r.state()->data;
+  good.validate();
+  size_t launch = 0;
+  while (good.ops[launch].code != rec::OpCode::Launch)
+    ++launch;
+  rec::RecordingData d = good;
+  auto message = [&] { return freeze_message([&] { d.validate(); }); };
+
+  SECTION("a launch argument naming a slot outside the table") {
+    d.args[d.ops[launch].arg_begin].slot = static_cast<uint32_t>(d.slots.size());
+    CHECK_THAT(message(), Catch::Matchers::Contains("names slot"));
+  }
+  SECTION("an access the op does not make") {
+    rec::Op& op = d.ops[launch];
+    REQUIRE(op.access_end > op.access_begin);
+    d.accesses[op.access_begin] = {d.inputs[0], true};  // the kernel only reads its input
+    CHECK_THAT(message(), Catch::Matchers::Contains("that the op does not make"));
+  }
+  SECTION("a size expression that unfolds exponentially") {
+    uint32_t e = d.ops[launch].size_expr;
+    for (int k = 0; k < 40; ++k) {  // 2^40 nodes if evaluated naively
+      d.exprs.push_back({SizeOp::Add, 0, rec::kNone, e, e});
+      e = static_cast<uint32_t>(d.exprs.size() - 1);
+    }
+    d.ops[launch].size_expr = e;
+    CHECK_THAT(message(), Catch::Matchers::Contains("unfolds to more than"));
+  }
+}
+
+TEST_CASE("a size expression that overflows 64 bits is refused at replay", "[record][refusal]") {
+  ff::init("llvm");
+  auto x = ff::Float32::from(iota_floats(10, 0.f));
+  ff::Recording r = ff::record({x}, [&] { return std::vector<ff::AnyArray>{x * 2.f}; });
+  auto data = std::make_shared<rec::RecordingData>(*r.state()->data);
+  data->exprs.push_back({SizeOp::Const, uint64_t(1) << 40, rec::kNone, rec::kNone, rec::kNone});
+  auto big = static_cast<uint32_t>(data->exprs.size() - 1);
+  data->exprs.push_back({SizeOp::Mul, 0, rec::kNone, big, big});
+  for (rec::Op& op : data->ops)
+    if (op.code == rec::OpCode::Launch)
+      op.size_expr = static_cast<uint32_t>(data->exprs.size() - 1);
+  data->validate();
+  Env env;
+  replay::ReplayPlan plan(data, env.backend);
+  float* src = env.upload(iota_floats(10, 0.f));
+  replay::ReplayInput in[] = {{src, ScalarType::Float32, 10}};
+  CHECK_THAT(freeze_message([&] { replay::run(plan, env.backend, in, {}); }),
+             Catch::Matchers::Contains("overflows 64 bits"));
+  env.backend.release(src);
 }
