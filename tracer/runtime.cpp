@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "backend/registry.h"
 #include "common/log.h"
@@ -20,6 +21,9 @@ std::mutex g_mutex;
 std::shared_ptr<Device> g_device;             // guarded by g_mutex for writes
 std::atomic<Device*> g_device_fast{nullptr};  // lock-free read path
 std::atomic<bool> g_flags[2] = {true, false};
+// Every stack ever created, current or not: arrays kept past shutdown() keep theirs alive,
+// and its background compiles must stop at exit too (ExitWatch).
+std::vector<std::weak_ptr<Device>> g_devices;  // guarded by g_mutex
 
 std::string env_or(const char* name, const char* fallback) {
   const char* v = std::getenv(name);
@@ -34,12 +38,14 @@ struct ExitWatch {
   ~ExitWatch() {
     if (::gettid() != ::getpid())
       return;  // a thread ending, not the process
-    std::shared_ptr<Device> device;
+    std::vector<std::shared_ptr<Device>> devices;
     {
       std::lock_guard lock(g_mutex);
-      device = g_device;
+      for (const std::weak_ptr<Device>& d : g_devices)
+        if (auto alive = d.lock())
+          devices.push_back(std::move(alive));
     }
-    if (device)
+    for (const auto& device : devices)
       device->backend().stop_background_work();
   }
 };
@@ -56,6 +62,8 @@ void init_locked(std::string_view spec) {
                          debug_checks() ? " with range checks (FF_DEBUG)" : "");
   g_device = std::make_shared<Device>(std::move(backend));
   g_device_fast = g_device.get();
+  std::erase_if(g_devices, [](const std::weak_ptr<Device>& d) { return d.expired(); });
+  g_devices.push_back(g_device);
 }
 
 }  // namespace
