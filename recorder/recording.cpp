@@ -233,9 +233,8 @@ void RecordingData::validate() const {
     // The slots the op names (what a replay touches), in lifetime order: reads need a written
     // slot, writes a live one. The access list (for dumps) may only repeat them.
     op_uses(*this, op, uses);
-    for (const SlotUse& u : uses)
-      check_slot(u.slot, where);
     for (const SlotUse& u : uses) {
+      check_slot(u.slot, where);
       uint8_t st = state[u.slot];
       if (st == kDead || st == kReleased)
         fail(where + " uses slot " + std::to_string(u.slot) + " outside its lifetime");

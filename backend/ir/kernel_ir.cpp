@@ -107,13 +107,7 @@ std::string to_string(SizeProv prov, const std::function<std::string(const void*
         stack.push_back(std::to_string(n.value));
         break;
       case SizeOp::BufferSize: {
-        if (name_buffer) {
-          stack.push_back("width(" + name_buffer(n.buffer) + ")");
-        } else {
-          char buf[48];
-          std::snprintf(buf, sizeof buf, "width(%p)", n.buffer);
-          stack.push_back(buf);
-        }
+        stack.push_back("width(" + name_buffer(n.buffer) + ")");
         break;
       }
       default: {
@@ -195,8 +189,6 @@ KernelIR KernelIR::deserialize(std::span<const std::byte> bytes) {
     std::memcpy(ir.instrs.data(), p, n_instrs * sizeof(IrInstr));
   try {
     ir.validate();
-  } catch (const FormatError&) {
-    throw;
   } catch (const Error& e) {
     fail(e.what());  // bytes from outside: a damaged kernel is a format error
   }

@@ -67,8 +67,7 @@ struct SizeGuard {
 };
 
 /// Renders a postfix expression for messages: "(width(input 0) - 1)". `name_buffer` names the
-/// buffer of a BufferSize node (default: its address).
-std::string to_string(SizeProv prov,
-                      const std::function<std::string(const void*)>& name_buffer = nullptr);
+/// buffer of a BufferSize node (Backend::describe_buffer).
+std::string to_string(SizeProv prov, const std::function<std::string(const void*)>& name_buffer);
 
 }  // namespace ff

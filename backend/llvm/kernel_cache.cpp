@@ -85,20 +85,20 @@ void KernelCache::stop_background_work() noexcept {
   if (tier_thread_.joinable())
     tier_thread_.join();
   std::lock_guard lock(compile_mutex_);
-  if (warm_up_.joinable()) {
-    warm_up_.join();
-    if (warm_jit_ && !jit_)
-      jit_ = std::move(warm_jit_);
-  }
+  join_warm_up_locked();
+}
+
+void KernelCache::join_warm_up_locked() {
+  if (!warm_up_.joinable())
+    return;
+  compile_waiting_.store(true, std::memory_order_release);  // skip its throw-away compile
+  warm_up_.join();
+  if (warm_jit_)
+    jit_ = std::move(warm_jit_);
 }
 
 LlvmJit& KernelCache::jit_locked() {
-  if (warm_up_.joinable()) {
-    compile_waiting_.store(true, std::memory_order_release);
-    warm_up_.join();
-    if (warm_jit_)
-      jit_ = std::move(warm_jit_);
-  }
+  join_warm_up_locked();
   if (!jit_)
     jit_ = std::make_unique<LlvmJit>(tuning_.jit);
   return *jit_;

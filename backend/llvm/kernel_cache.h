@@ -86,6 +86,8 @@ class KernelCache {
 
  private:
   LlvmJit& jit_locked();  // needs compile_mutex_
+  /// Needs compile_mutex_: waits for the warm-up thread, if any, and adopts its JIT.
+  void join_warm_up_locked();
   LlvmJit& jit();
   void request_tier_up(const KernelHandle& handle);
   void tier_up_main();

@@ -580,6 +580,11 @@ Value* KernelEmitter::emit_unary(const IrInstr& in) {
   ScalarType t = in.type;
   Value* a = vals_[in.a];
   auto intr = [&](Intr::ID id) { return b_.CreateUnaryIntrinsic(id, a); };
+  // libmvec where it applies, else the intrinsic (which LLVM scalarises into libm calls)
+  auto math = [&](const char* name, Intr::ID id) {
+    Value* v = emit_vector_math(name, t, a);
+    return v ? v : intr(id);
+  };
   switch (in.op) {
     case IrOp::Neg:
       return is_float(t) ? b_.CreateFNeg(a) : b_.CreateNeg(a);
@@ -593,21 +598,13 @@ Value* KernelEmitter::emit_unary(const IrInstr& in) {
     case IrOp::Sqrt:
       return intr(Intr::sqrt);
     case IrOp::Exp:
-      if (Value* v = emit_vector_math("exp", t, a))
-        return v;
-      return intr(Intr::exp);
+      return math("exp", Intr::exp);
     case IrOp::Log:
-      if (Value* v = emit_vector_math("log", t, a))
-        return v;
-      return intr(Intr::log);
+      return math("log", Intr::log);
     case IrOp::Sin:
-      if (Value* v = emit_vector_math("sin", t, a))
-        return v;
-      return intr(Intr::sin);
+      return math("sin", Intr::sin);
     case IrOp::Cos:
-      if (Value* v = emit_vector_math("cos", t, a))
-        return v;
-      return intr(Intr::cos);
+      return math("cos", Intr::cos);
     case IrOp::Floor:
       return intr(Intr::floor);
     case IrOp::Ceil:
