@@ -75,7 +75,14 @@ struct KernelArg {
 
 class Backend {
  public:
+  Backend();
   virtual ~Backend() = default;
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+
+  /// This backend object's identity: unique for the life of the process, never reused (an
+  /// address can be, after shutdown() and init()). Replay plans are keyed by it.
+  uint64_t instance_id() const { return instance_id_; }
 
   /// The stack's spec, e.g. "llvm" or "record:llvm".
   virtual std::string name() const = 0;
@@ -96,6 +103,9 @@ class Backend {
   /// Drops the kernel cache and bumps the generation; handles held elsewhere stay valid.
   virtual void flush_kernels() = 0;
   virtual BackendStats stats() const = 0;
+  /// The kernel-cache generation: bumped by every flush_kernels(), so a holder of compiled
+  /// handles (a replay plan) knows when to look them up again. Decorators forward it.
+  virtual uint64_t kernel_generation() const = 0;
   /// Resets peak_bytes to the current bytes_allocated (for measuring one stretch of work).
   virtual void reset_peak() = 0;
 
@@ -124,9 +134,17 @@ class Backend {
   /// slot it is ("input 0", "s3").
   virtual std::string describe_buffer(const void* ptr) const;
 
+  /// True while the calling thread has a recording scope open in this stack (the recorder
+  /// answers; other decorators forward; real backends say false). The one owner of "a
+  /// recording is open": the tracer asks here instead of keeping a counter of its own.
+  virtual bool recording_scope_open() const { return false; }
+
   /// A size decision made by the tracer or user code. Real backends ignore it; the
   /// recorder keeps it and checks it at replay.
   virtual void guard(const SizeGuard& guard, bool outcome) = 0;
+
+ private:
+  uint64_t instance_id_;
 };
 
 }  // namespace ff

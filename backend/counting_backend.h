@@ -34,6 +34,10 @@ class CountingBackend final : public Backend {
 
   BackendStats stats() const override { return inner_->stats(); }
 
+  uint64_t kernel_generation() const override { return inner_->kernel_generation(); }
+
+  bool recording_scope_open() const override { return inner_->recording_scope_open(); }
+
   void reset_peak() override { inner_->reset_peak(); }
 
   void launch(const KernelHandle& kernel, size_t size, SizeProv prov,

@@ -33,12 +33,6 @@ const std::shared_ptr<Buffer>& evaluated_buffer(VarId v) {
   return state()[v].buffer;
 }
 
-struct DepthGuard {
-  DepthGuard() { ++recording_depth(); }
-
-  ~DepthGuard() { --recording_depth(); }
-};
-
 }  // namespace
 }  // namespace detail
 
@@ -97,7 +91,6 @@ Recording record(const std::vector<AnyArray>& inputs,
   std::vector<AnyArray> outputs;
   std::vector<const void*> out_ptrs;
   try {
-    DepthGuard depth;
     outputs = fn();
     flush_side_effects();  // scatters belong to the recording even if their target is dropped
     for (const AnyArray& o : outputs) {

@@ -12,11 +12,13 @@ namespace ff::detail {
 struct RecordingState {
   std::shared_ptr<const rec::RecordingData> data;
 
-  /// The plan for `backend`, built on first use and rebuilt after a kernel flush.
+  /// The plan for `backend`, built on first use and rebuilt for another backend object or
+  /// after a kernel flush.
   std::shared_ptr<const replay::ReplayPlan> plan_for(Backend& backend) const {
-    uint64_t generation = backend.stats().generation;
+    uint64_t generation = backend.kernel_generation();
     std::lock_guard lock(mutex_);
-    if (!plan_ || plan_->backend() != &backend || plan_->generation() != generation)
+    if (!plan_ || plan_->backend_id() != backend.instance_id() ||
+        plan_->generation() != generation)
       plan_ = std::make_shared<replay::ReplayPlan>(data, backend);
     return plan_;
   }

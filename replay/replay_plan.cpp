@@ -66,7 +66,9 @@ std::vector<Extent> buffer_extents(const KernelIR& ir) {
 }  // namespace
 
 ReplayPlan::ReplayPlan(std::shared_ptr<const rec::RecordingData> data, Backend& backend)
-    : data_(std::move(data)), backend_(&backend), generation_(backend.stats().generation) {
+    : data_(std::move(data)),
+      backend_id_(backend.instance_id()),
+      generation_(backend.kernel_generation()) {
   const rec::RecordingData& d = *data_;
   d.validate();
   if (d.is_capture)

@@ -63,12 +63,13 @@ class ReplayPlan {
 
   const rec::RecordingData& data() const { return *data_; }
 
-  Backend* backend() const { return backend_; }
+  /// Backend::instance_id() of the backend the kernels were compiled on.
+  uint64_t backend_id() const { return backend_id_; }
 
   uint64_t generation() const { return generation_; }
 
   std::shared_ptr<const rec::RecordingData> data_;
-  Backend* backend_;
+  uint64_t backend_id_;
   uint64_t generation_;
   std::vector<KernelHandle> kernels;
   std::vector<PlannedOp> ops;

@@ -85,7 +85,7 @@ void become_evaluated(VarId v, std::shared_ptr<Buffer> buffer) {
 // which a recording refuses, and a replay has nobody to report to. Recorded functions are
 // checked when they run traced (outside ff::record).
 bool range_checks() {
-  return debug_checks() && recording_depth() == 0;
+  return debug_checks() && !recording_open();
 }
 
 struct RangeReport {

@@ -3,7 +3,7 @@
 
 #include "common/log.h"
 #include "freezeframe/errors.h"
-#include "tracer/runtime.h"
+#include "tracer/device.h"
 #include "tracer/variable.h"
 
 namespace ff {
@@ -98,7 +98,7 @@ bool Size::has_provenance() const {
 }
 
 Size::operator size_t() const {
-  if (expr_ && detail::recording_depth() > 0)
+  if (expr_ && detail::recording_open())
     logging::tracer().warn(
         "the size {} = {} was converted to a plain integer inside a recording: "
         "its provenance is lost and it replays as the constant {} (keep it an "

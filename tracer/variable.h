@@ -7,7 +7,7 @@
 
 #include "backend/ir/kernel_ir.h"
 #include "freezeframe/detail/tracer_api.h"
-#include "tracer/runtime.h"
+#include "tracer/device.h"
 #include "tracer/size_expr_node.h"
 
 namespace ff::detail {
@@ -74,7 +74,6 @@ struct TracerState {
   uint32_t epoch = 0;
   uint64_t n_traced_ops = 0;      // variables created by tracing (statistics)
   uint64_t n_traced_kernels = 0;  // kernels assembled by eval (statistics)
-  int recording_depth = 0;        // recording scopes open on this thread
 
   /// Reusable scratch buffers (capacity kept between calls, so tracing allocates little).
   struct Scratch {

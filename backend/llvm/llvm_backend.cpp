@@ -86,6 +86,8 @@ class LlvmBackend final : public Backend {
 
   BackendStats stats() const override;
 
+  uint64_t kernel_generation() const override { return kernels_.generation(); }
+
   void reset_peak() override { alloc_.reset_peak(); }
 
   void launch(const KernelHandle& kernel, size_t size, SizeProv prov,

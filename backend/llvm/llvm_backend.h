@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "backend/backend.h"
-#include "backend/registry.h"
+#include "backend/backend_options.h"
 
 namespace ff {
 

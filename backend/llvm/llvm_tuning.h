@@ -8,7 +8,7 @@
 
 #include "backend/backend.h"
 #include "backend/llvm/llvm_jit.h"
-#include "backend/registry.h"
+#include "backend/backend_options.h"
 
 namespace ff::llvm_backend {
 

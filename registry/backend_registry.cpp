@@ -1,5 +1,5 @@
 // Spec parsing and the explicit list of built-in backends.
-#include "backend/registry.h"
+#include "registry/backend_registry.h"
 
 #include "backend/counting_backend.h"
 #include "backend/llvm/llvm_backend.h"

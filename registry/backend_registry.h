@@ -1,4 +1,5 @@
-// Backends by name: "llvm", "cuda", and decorators such as "record:" and "count:".
+// Backends by name: "llvm", "cuda", and decorators such as "record:" and "count:". The one
+// place that knows every backend, so it sits above them all in the link graph.
 #pragma once
 
 #include <functional>
@@ -9,12 +10,9 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/backend_options.h"
 
 namespace ff {
-
-struct BackendOptions {
-  unsigned n_threads = 0;  // 0 = every core
-};
 
 /// Builds a backend; decorators receive the already-built inner backend, leaves get null.
 using BackendFactory =
