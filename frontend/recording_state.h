@@ -17,8 +17,7 @@ struct RecordingState {
   std::shared_ptr<const replay::ReplayPlan> plan_for(Backend& backend) const {
     uint64_t generation = backend.kernel_generation();
     std::lock_guard lock(mutex_);
-    if (!plan_ || plan_->backend_id() != backend.instance_id() ||
-        plan_->generation() != generation)
+    if (!plan_ || plan_->backend_id() != backend.instance_id() || plan_->generation() != generation)
       plan_ = std::make_shared<replay::ReplayPlan>(data, backend);
     return plan_;
   }

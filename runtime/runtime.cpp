@@ -45,9 +45,8 @@ const bool g_factory_registered = (set_default_stack_factory(&build_default_stac
 }  // namespace detail
 
 void init(std::string_view spec) {
-  detail::replace_device([&] {
-    return std::make_shared<detail::Device>(detail::build_stack(spec));
-  });
+  detail::replace_device(
+      [&] { return std::make_shared<detail::Device>(detail::build_stack(spec)); });
 }
 
 void shutdown() {

@@ -7,8 +7,8 @@
 #include <memory>
 
 #include "backend/backend.h"
-#include "backend/llvm/llvm_jit.h"
 #include "backend/backend_options.h"
+#include "backend/llvm/llvm_jit.h"
 
 namespace ff::llvm_backend {
 
