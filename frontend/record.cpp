@@ -80,6 +80,8 @@ Recording record(const std::vector<AnyArray>& inputs,
   for (const AnyArray& a : inputs)
     if (!a.valid())
       throw FreezeError("record: an input AnyArray is empty");
+  // Scatters still pending belong to the traced program before the scope, not to it.
+  flush_side_effects();
   std::vector<rec::InputBinding> bindings;
   bindings.reserve(inputs.size());
   for (const AnyArray& a : inputs) {
@@ -99,6 +101,9 @@ Recording record(const std::vector<AnyArray>& inputs,
       out_ptrs.push_back(evaluated_buffer(o.id())->ptr);
     }
   } catch (...) {
+    // Work the scope queued but never ran (a scatter whose launch was refused, or pending
+    // when the function threw) is dropped with it: refused work has no effect later.
+    discard_side_effects();
     rb.abort_scope(scope);
     throw;
   }

@@ -603,6 +603,12 @@ std::string RecordingBackend::describe_buffer(const void* ptr) const {
 void RecordingBackend::guard(const SizeGuard& g, bool outcome) {
   if (!active())
     return inner_->guard(g, outcome);
+  // A guard compares two real expressions; one that cannot be expressed would be a
+  // meaningless check at replay, so it is refused here, where the decision was made.
+  if (g.lhs.empty() || g.rhs.empty())
+    throw FreezeError(std::string("the size decision '") + (g.what ? g.what : "") +
+                      "' has no expression on its " + (g.lhs.empty() ? "left" : "right") +
+                      " side and cannot be checked at replay");
   inner_->guard(g, outcome);
   for_each_scope([&](Scope& s) {
     Guard r;

@@ -166,7 +166,7 @@ TEST_CASE("a pointer into the middle of a buffer is recorded as slot plus offset
   env.backend.release(input);
 }
 
-TEST_CASE("a size converted to a plain integer inside a recording logs where it was lost",
+TEST_CASE("a size converted to a plain integer inside a recording pins it and logs where",
           "[record][size]") {
   std::ostringstream log;
   auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
@@ -187,17 +187,36 @@ TEST_CASE("a size converted to a plain integer inside a recording logs where it 
   });
   CHECK_THAT(log.str(), Catch::Matchers::Contains("the size (width(input 0) - 1) = 9 was "
                                                   "converted to a plain integer") &&
-                            Catch::Matchers::Contains("replays as the constant 9"));
+                            Catch::Matchers::Contains("pinned to (width(input 0) - 1) = 9"));
+  REQUIRE(r.n_guards() == 1);
 
-  // And, as the warning says, the plain integer replays as that constant.
+  // At the recorded size the pinned value is right, and the recording replays.
+  auto same = ff::Float32::from(std::vector<float>(10, 2.f));
+  auto out = r.replay({ff::AnyArray(same)});
+  CHECK(out[0].as<ff::Float32>().to_vector() == std::vector<float>(9, 2.f));
+
+  // At another size the stale constant 9 would be wrong (traced code gives 29 elements):
+  // the pin refuses, naming the conversion.
   auto y = ff::Float32::from(std::vector<float>(30, 1.f));
-  auto out = r.replay({ff::AnyArray(y)});
-  CHECK(out[0].as<ff::Float32>().size() == 9);
+  REQUIRE_THROWS_AS(r.replay({ff::AnyArray(y)}), ff::GuardError);
+  REQUIRE_THROWS_WITH(r.replay({ff::AnyArray(y)}),
+                      Catch::Matchers::Contains("a size converted to a plain integer") &&
+                          Catch::Matchers::Contains("29"));
 
-  // Outside a recording the same conversion is silent.
+  // ff::Size::value() is the same conversion.
+  log.str("");
+  ff::Recording r2 = ff::record({x}, [&] {
+    uint64_t n = ff::width(x).value();
+    return std::vector<ff::AnyArray>{ff::full<ff::Float32>(1.f, n)};
+  });
+  CHECK_THAT(log.str(), Catch::Matchers::Contains("pinned to width(input 0) = 10"));
+  REQUIRE_THROWS_AS(r2.replay({ff::AnyArray(y)}), ff::GuardError);
+
+  // Outside a recording the same conversion is silent and records nothing.
   log.str("");
   size_t outside = ff::width(x) - 1;
   CHECK(outside == 9);
+  CHECK(ff::width(x).value() == 10);
   CHECK(log.str().empty());
 }
 

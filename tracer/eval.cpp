@@ -238,8 +238,10 @@ uint32_t KernelBuilder::emit(VarId root) {
         break;
       case VarKind::Op:
         in.op = var.op;
-        if (var.op == IrOp::Index && var.size == 1 && size_ != 1) {
-          in.op = IrOp::Literal;  // arange(1) broadcast: every lane reads element 0
+        if (var.op == IrOp::Index && var.size == 1 && (size_ != 1 || !var.prov)) {
+          // arange(1) broadcasts: every lane reads element 0. Also in a kernel of size 1 when
+          // the 1 is a constant, since a replay may launch that kernel at another size.
+          in.op = IrOp::Literal;
         } else if (var.op == IrOp::Gather) {
           const std::shared_ptr<Buffer>& src = s_[var.dep[0]].buffer;
           in.a = buffer_param(*src, ParamKind::BufferIn);
@@ -318,10 +320,16 @@ void eval_roots(std::span<const VarId> roots) {
   std::vector<SideEffect> effects;
   effects.swap(s.side_effects);
   std::vector<Group> groups;
+  // Everything of one size fuses into one kernel. Fusing work whose sizes came from different
+  // expressions is a size decision: a replay must launch both at one size, so it is a guard.
   auto group_for = [&](uint64_t size, const SizeExprPtr& prov) -> Group& {
     for (Group& g : groups)
-      if (g.size == size)
+      if (g.size == size) {
+        if ((prov || g.prov) && !same_expr(prov.get(), g.prov.get()))
+          guard_sizes(prov ? Size(prov) : Size(size), g.prov ? Size(g.prov) : Size(size),
+                      "equal sizes of work fused into one kernel");
         return g;
+      }
     groups.push_back(Group{size, prov, {}, {}});
     return groups.back();
   };
@@ -334,7 +342,9 @@ void eval_roots(std::span<const VarId> roots) {
   std::string range_error;
   try {
     for (Group& g : groups) {
-      if (g.size == 0) {  // nothing to compute: empty outputs, no-op scatters
+      // Nothing to compute at size 0, except inside a recording: there the launch is what
+      // defines the outputs, and a replay at another size runs it for real.
+      if (g.size == 0 && !recording_open()) {  // empty outputs, no-op scatters
         for (VarId r : g.roots)
           become_evaluated(r, alloc_buffer(s[r].type, 0, s[r].prov.get()));
       } else {
@@ -376,6 +386,17 @@ void flush_side_effects() {
     eval_roots({});
 }
 
+void discard_side_effects() noexcept {
+  TracerState& s = state();
+  std::vector<SideEffect> effects;
+  effects.swap(s.side_effects);
+  for (SideEffect& e : effects)
+    s[e.target].dirty = false;
+  for (SideEffect& e : effects)
+    for (VarId d : {e.value, e.index, e.mask, e.target})
+      dec_ref(d);
+}
+
 void materialize(VarId v) {
   TracerState& s = state();
   switch (s[v].kind) {
@@ -384,7 +405,7 @@ void materialize(VarId v) {
     case VarKind::Literal: {
       Variable& var = s[v];
       auto buffer = alloc_buffer(var.type, var.size, var.prov.get());
-      if (var.size)
+      if (var.size || recording_open())
         buffer->device->backend().fill(buffer->ptr, var.size,
                                        static_cast<uint32_t>(size_of(var.type)), var.imm);
       Variable& again = s[v];

@@ -63,13 +63,16 @@ Size combine(SizeOp op, const Size& a, const Size& b, uint64_t value) {
   auto n = std::make_shared<SizeExprNode>();
   n->op = op;
   n->value = value;
-  n->lhs = a.expr() ? a.expr() : const_node(a.value());
-  n->rhs = b.expr() ? b.expr() : const_node(b.value());
+  n->lhs = a.expr() ? a.expr() : const_node(raw_value(a));
+  n->rhs = b.expr() ? b.expr() : const_node(raw_value(b));
   return Size(SizeExprPtr(std::move(n)));
 }
 
+/// Evaluates `a cmp b` and reports the decision to the backend (the recorder keeps it as a
+/// guard) whenever one side carries provenance. Both sides are real expressions: a side
+/// without provenance is its constant.
 bool compare(SizeCmp cmp, const Size& a, const Size& b, const char* what) {
-  uint64_t x = a.value(), y = b.value();
+  uint64_t x = raw_value(a), y = raw_value(b);
   bool outcome = ff::compare(cmp, x, y);
   if (a.has_provenance() || b.has_provenance()) {
     std::vector<SizeNode>& lhs = state().scratch.guard_lhs;
@@ -84,7 +87,44 @@ bool compare(SizeCmp cmp, const Size& a, const Size& b, const char* what) {
   return outcome;
 }
 
+[[noreturn]] void overflow(const char* op, const Size& a, const Size& b) {
+  throw Error("size arithmetic: " + a.to_string() + " " + op + " " + b.to_string() + " = " +
+              std::to_string(raw_value(a)) + " " + op + " " + std::to_string(raw_value(b)) +
+              " overflows 64 bits");
+}
+
+/// The value of a size converted to a plain integer. Inside a recording the provenance is
+/// lost there, so the recording is pinned to the value: a guard `expr == value` that fails
+/// at any replay where the expression comes out differently.
+uint64_t pin(const Size& s) {
+  uint64_t v = raw_value(s);
+  if (s.has_provenance() && recording_open()) {
+    std::string expr = s.to_string();
+    compare(SizeCmp::Eq, s, Size(v), "a size converted to a plain integer");
+    logging::tracer().warn(
+        "the size {} = {} was converted to a plain integer inside a recording, which loses "
+        "its provenance: the recording is pinned to {} = {} (a replay where it differs raises "
+        "ff::GuardError, and a frozen function records that size anew); keep it an ff::Size "
+        "to replay at other sizes",
+        expr, v, expr, v);
+  }
+  return v;
+}
+
 }  // namespace
+
+void guard_sizes(const Size& a, const Size& b, const std::string& what) {
+  compare(SizeCmp::Eq, a, b, what.c_str());
+}
+
+uint64_t raw_value(const Size& s) {
+  return s.value_;
+}
+
+bool var_empty_check(VarId v) {
+  return compare(SizeCmp::Eq, var_width(v), Size(0), "empty()");
+}
+
 }  // namespace detail
 
 Size::Size(std::shared_ptr<const detail::SizeExprNode> expr)
@@ -97,14 +137,12 @@ bool Size::has_provenance() const {
   return expr_ != nullptr;
 }
 
+uint64_t Size::value() const {
+  return detail::pin(*this);
+}
+
 Size::operator size_t() const {
-  if (expr_ && detail::recording_open())
-    logging::tracer().warn(
-        "the size {} = {} was converted to a plain integer inside a recording: "
-        "its provenance is lost and it replays as the constant {} (keep it an "
-        "ff::Size to replay at other sizes)",
-        to_string(), value_, value_);
-  return value_;
+  return detail::pin(*this);
 }
 
 std::string Size::to_string() const {
@@ -115,58 +153,65 @@ std::string Size::to_string() const {
 }
 
 Size operator+(const Size& a, const Size& b) {
-  return detail::combine(SizeOp::Add, a, b, a.value() + b.value());
+  uint64_t x = detail::raw_value(a), y = detail::raw_value(b);
+  if (x + y < x)
+    detail::overflow("+", a, b);
+  return detail::combine(SizeOp::Add, a, b, x + y);
 }
 
 Size operator-(const Size& a, const Size& b) {
-  if (b.value() > a.value())
+  uint64_t x = detail::raw_value(a), y = detail::raw_value(b);
+  if (y > x)
     throw Error("size arithmetic: " + a.to_string() + " - " + b.to_string() + " = " +
-                std::to_string(a.value()) + " - " + std::to_string(b.value()) +
-                " would be negative");
-  return detail::combine(SizeOp::Sub, a, b, a.value() - b.value());
+                std::to_string(x) + " - " + std::to_string(y) + " would be negative");
+  return detail::combine(SizeOp::Sub, a, b, x - y);
 }
 
 Size operator*(const Size& a, const Size& b) {
-  return detail::combine(SizeOp::Mul, a, b, a.value() * b.value());
+  uint64_t x = detail::raw_value(a), y = detail::raw_value(b);
+  if (x != 0 && y > UINT64_MAX / x)
+    detail::overflow("*", a, b);
+  return detail::combine(SizeOp::Mul, a, b, x * y);
 }
 
 Size operator/(const Size& a, const Size& b) {
-  if (b.value() == 0)
+  uint64_t x = detail::raw_value(a), y = detail::raw_value(b);
+  if (y == 0)
     throw Error("size arithmetic: division of " + a.to_string() + " by zero (" + b.to_string() +
                 ")");
-  return detail::combine(SizeOp::Div, a, b, a.value() / b.value());
+  return detail::combine(SizeOp::Div, a, b, x / y);
 }
 
 Size min(const Size& a, const Size& b) {
-  return detail::combine(SizeOp::Min, a, b, std::min(a.value(), b.value()));
+  return detail::combine(SizeOp::Min, a, b, std::min(detail::raw_value(a), detail::raw_value(b)));
 }
 
 Size max(const Size& a, const Size& b) {
-  return detail::combine(SizeOp::Max, a, b, std::max(a.value(), b.value()));
+  return detail::combine(SizeOp::Max, a, b, std::max(detail::raw_value(a), detail::raw_value(b)));
 }
 
 bool operator==(const Size& a, const Size& b) {
-  return detail::compare(SizeCmp::Eq, a, b, "size comparison ==");
+  return detail::compare(SizeCmp::Eq, a, b, "user size comparison ==");
 }
 
 bool operator!=(const Size& a, const Size& b) {
-  return detail::compare(SizeCmp::Ne, a, b, "size comparison !=");
+  return detail::compare(SizeCmp::Ne, a, b, "user size comparison !=");
 }
 
 bool operator<(const Size& a, const Size& b) {
-  return detail::compare(SizeCmp::Lt, a, b, "size comparison <");
+  return detail::compare(SizeCmp::Lt, a, b, "user size comparison <");
 }
 
 bool operator<=(const Size& a, const Size& b) {
-  return detail::compare(SizeCmp::Le, a, b, "size comparison <=");
+  return detail::compare(SizeCmp::Le, a, b, "user size comparison <=");
 }
 
 bool operator>(const Size& a, const Size& b) {
-  return detail::compare(SizeCmp::Gt, a, b, "size comparison >");
+  return detail::compare(SizeCmp::Gt, a, b, "user size comparison >");
 }
 
 bool operator>=(const Size& a, const Size& b) {
-  return detail::compare(SizeCmp::Ge, a, b, "size comparison >=");
+  return detail::compare(SizeCmp::Ge, a, b, "user size comparison >=");
 }
 
 }  // namespace ff

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backend/ir/size_expr.h"
@@ -26,6 +27,14 @@ using SizeExprPtr = std::shared_ptr<const SizeExprNode>;
 SizeExprPtr size_leaf(const std::shared_ptr<Buffer>& buffer);
 /// Structural equality (same constants, same buffers, same shape).
 bool same_expr(const SizeExprNode* a, const SizeExprNode* b);
+/// Records the size decision `a == b` (which held) as a guard named `what`: the user did not
+/// compare anything, the tracer decided (equal operand sizes, a broadcast, a fusion).
+void guard_sizes(const Size& a, const Size& b, const std::string& what);
+
+/// The value of `s` without pinning it (ff::Size::value() pins inside a recording): for the
+/// tracer's own bookkeeping, which keeps the provenance alongside.
+uint64_t raw_value(const Size& s);
+
 /// Appends `e` in postfix order (a null `e` appends Const(value)).
 void flatten(const SizeExprNode* e, uint64_t value, std::vector<SizeNode>& out);
 

@@ -190,7 +190,7 @@ VarId new_literal(ScalarType type, uint64_t bits, uint64_t size, SizeExprPtr pro
   return v;
 }
 
-/// Result size of an element-wise operation over `ops` (0 entries are skipped), with guards
+/// Result size of an element-wise operation over `ops` (0 entries are skipped), with a guard
 /// for every size decision whose inputs carry provenance.
 struct SizeDecision {
   uint64_t size;
@@ -200,16 +200,16 @@ struct SizeDecision {
 SizeDecision decide_size(const char* what, std::initializer_list<VarId> ops) {
   TracerState& s = state();
   uint64_t size = 1;
-  VarId leader = 0;
+  bool sized = false;  // some operand has a size other than 1
   for (VarId v : ops) {
     if (!v)
       continue;
     uint64_t n = s[v].size;
     if (n == 1)
       continue;
-    if (!leader) {
+    if (!sized) {
       size = n;
-      leader = v;
+      sized = true;
     } else if (n != size) {
       std::string sizes;
       for (VarId w : ops)
@@ -219,22 +219,33 @@ SizeDecision decide_size(const char* what, std::initializer_list<VarId> ops) {
                   " are incompatible (sizes must be equal, or 1 to broadcast)");
     }
   }
+  // The result takes the size expression of an operand of the result's size, preferring one
+  // with provenance: `x * 3.f` with a 1-element x still has width(x) elements, so a replay at
+  // another width computes that many (the kernel reads x per lane, not as a broadcast).
+  VarId leader = 0;
+  for (VarId v : ops)
+    if (v && s[v].size == size && (!leader || (!s[leader].prov && s[v].prov)))
+      leader = v;
   const SizeExprNode* lead = leader ? s[leader].prov.get() : nullptr;
-  // Guards: every other operand's size decision, unless it is trivially the same expression
-  // (the common chain y = f(x) compares raw pointers only).
+  // Every other operand's size was a decision: equal to the result's, or 1 and broadcast.
+  // Both sides of a guard are real expressions (a constant is Const(size)); none is needed
+  // when both are constants or the expressions are the same.
   for (VarId v : ops) {
     if (!v || v == leader)
       continue;
     const SizeExprNode* e = s[v].prov.get();
-    if (!e || e == lead)
-      continue;  // a plain constant, or the same expression: holds by construction
-    if (s[v].size == 1 && size != 1)
-      (void)(Size(s[v].prov) == Size(1));  // records "operand broadcast: width == 1"
-    else if (!same_expr(e, lead))
-      (void)(Size(s[v].prov) == Size(s[leader].prov));
+    if (!e && s[v].size == 1)
+      continue;               // a constant size 1 broadcasts at any result size
+    if (s[v].size != size) {  // size 1 broadcast over a larger result
+      if (e)
+        guard_sizes(Size(s[v].prov), Size(1),
+                    std::string("broadcast of a size-1 operand in ") + what);
+    } else if ((e || lead) && !same_expr(e, lead)) {
+      guard_sizes(e ? Size(s[v].prov) : Size(size), lead ? Size(s[leader].prov) : Size(size),
+                  std::string("equal operand sizes in ") + what);
+    }
   }
-  (void)what;
-  return {size, leader ? s[leader].prov : nullptr};
+  return {size, lead ? s[leader].prov : nullptr};
 }
 
 void check_type(const char* what, ScalarType got, ScalarType expected) {
@@ -297,12 +308,13 @@ VarId var_empty(ScalarType t) {
 }
 
 VarId var_literal(ScalarType t, uint64_t bits, const Size& size) {
-  return new_literal(t, bits, size.value(), size.expr());
+  return new_literal(t, bits, raw_value(size), size.expr());
 }
 
 VarId var_from_host(ScalarType t, const void* data, size_t count) {
   auto buffer = alloc_buffer(t, count, nullptr);
-  if (count)
+  // An empty upload still defines the buffer inside a recording (size-0 ops replay too).
+  if (count || recording_open())
     buffer->device->backend().copy(buffer->ptr, data, count * size_of(t), CopyKind::HostToDevice);
   return var_from_buffer(std::move(buffer));
 }
@@ -310,7 +322,7 @@ VarId var_from_host(ScalarType t, const void* data, size_t count) {
 VarId var_arange(ScalarType t, const Size& size) {
   if (t == ScalarType::Bool)
     throw Error("arange: bool arrays have no index sequence");
-  VarId v = new_var(VarKind::Op, t, size.value(), size.expr());
+  VarId v = new_var(VarKind::Op, t, raw_value(size), size.expr());
   state()[v].op = IrOp::Index;
   return v;
 }
@@ -419,7 +431,7 @@ void var_scatter(VarId* target, VarId value, VarId index, VarId mask, bool add) 
       flush_side_effects();  // the copy must include the pending writes
     Variable& old = s[*target];
     auto copy = alloc_buffer(old.type, old.size, old.prov.get());
-    if (old.size)
+    if (old.size || recording_open())
       copy->device->backend().copy(copy->ptr, old.buffer->ptr, old.size * size_of(old.type),
                                    CopyKind::DeviceToDevice);
     VarId fresh = var_from_buffer(std::move(copy));

@@ -128,6 +128,9 @@ SizeExprPtr width_expr(VarId v);
 
 /// Runs every pending scatter (and what it depends on).
 void flush_side_effects();
+/// Drops every pending scatter unexecuted (a failed recording scope: refused work must have
+/// no effect later).
+void discard_side_effects() noexcept;
 /// Evaluates `v` into a buffer (literals are filled): afterwards kind == Evaluated.
 void materialize(VarId v);
 /// A new evaluated variable owning `buffer` (size = buffer->size). `traced` = false for

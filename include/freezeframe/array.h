@@ -128,7 +128,8 @@ class Array {
   /// Number of elements, with provenance (same as ff::width).
   Size size() const { return detail::var_width(id()); }
 
-  bool empty() const { return detail::var_size(id()) == 0; }
+  /// size() == 0: a size decision, recorded as a guard inside a recording.
+  bool empty() const { return detail::var_empty_check(id()); }
 
   /// The tracer variable (creating the empty variable on demand).
   detail::VarId id() const {

@@ -9,15 +9,21 @@
 
 namespace ff {
 
+class Size;
+
 namespace detail {
-struct SizeExprNode;  // tracer/size_expr_node.h
-}
+struct SizeExprNode;                // tracer/size_expr_node.h
+uint64_t raw_value(const Size& s);  // the tracer's own reads: no pinning
+}  // namespace detail
 
 /// A size with provenance: `ff::width(x)`, `x.size()` and arithmetic on them (`width(x) - 1`,
 /// `(width(x) + 1) / 2`, min, max) keep an expression over the arrays they came from, so a
-/// recording replays them exactly at other input sizes. Converts to size_t (losing the
-/// provenance: inside a recording scope that is logged as a warning). Comparisons return bool
-/// and, inside a recording, record a guard that is checked at replay.
+/// recording replays them exactly at other input sizes. Comparisons return bool and, inside a
+/// recording, record a guard that is checked at replay. Converting to a plain integer
+/// (size_t, value()) loses the provenance: inside a recording that pins the recording to the
+/// value (a guard `expr == value`, so a replay where it differs raises ff::GuardError and a
+/// frozen function records that size anew) and logs a warning. Arithmetic that overflows 64
+/// bits, goes below zero or divides by zero throws ff::Error naming the expression.
 class Size {
  public:
   Size() = default;
@@ -28,17 +34,20 @@ class Size {
 
   explicit Size(std::shared_ptr<const detail::SizeExprNode> expr);
 
-  uint64_t value() const { return value_; }
+  /// The value as a plain integer; inside a recording this pins it (see the class comment).
+  uint64_t value() const;
 
   /// True when the size came from an array rather than a plain integer.
   bool has_provenance() const;
-  operator size_t() const;  // NOLINT: implicit by design; see the class comment
+  operator size_t() const;  // NOLINT: implicit by design; pins like value()
   /// The expression, e.g. "(width(a) - 1)"; "5" for a constant.
   std::string to_string() const;
 
   const std::shared_ptr<const detail::SizeExprNode>& expr() const { return expr_; }
 
  private:
+  friend uint64_t detail::raw_value(const Size& s);
+
   uint64_t value_ = 0;
   std::shared_ptr<const detail::SizeExprNode> expr_;  // null = constant value_
 };

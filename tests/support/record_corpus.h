@@ -319,6 +319,73 @@ inline std::vector<HostArray> run_traced(const Case& c, Inputs in) {
   return snapshot(outs);
 }
 
+/// What happened to one replay of a recording made at another size.
+struct EdgeOutcome {
+  size_t replayed = 0, refused = 0;
+};
+
+/// Records `c` at `record_size` (0 and 1 are the edges: nothing to compute, everything of size
+/// 1) and replays it at `sizes`. At each size the function also runs traced: a replay gives
+/// exactly the traced results (sizes included), or refuses with ff::GuardError — never a
+/// result of another size. Where the traced function itself fails (sizes that do not fit its
+/// constants), the replay must refuse too. At the recorded size the replay must succeed.
+inline EdgeOutcome check_recorded_at(const Case& c, size_t record_size,
+                                     const std::vector<size_t>& sizes) {
+  INFO("corpus function '" << c.name << "' recorded at size " << record_size);
+  EdgeOutcome outcome;
+  bool defined = true;  // the function itself runs at this size
+  try {
+    run_traced(c, make_inputs(c.name, c.inputs, record_size));
+  } catch (const ff::Error&) {
+    defined = false;
+  }
+  ff::Recording r;
+  {
+    Inputs rec_in = make_inputs(c.name, c.inputs, record_size);
+    if (!defined) {  // e.g. width(x) - 1 at width 0: recording fails exactly like tracing
+      REQUIRE_THROWS_AS(ff::record(rec_in, [&] { return c.fn(rec_in); }), ff::Error);
+      return outcome;
+    }
+    r = ff::record(rec_in, [&] { return c.fn(rec_in); });
+  }
+  INFO(r.summary());
+  for (size_t n : sizes) {
+    INFO("replayed at size " << n);
+    std::vector<HostArray> want;
+    bool traced_ok = true;
+    try {
+      want = run_traced(c, make_inputs(c.name, c.inputs, n));
+    } catch (const ff::Error&) {
+      traced_ok = false;
+    }
+    Inputs ins = make_inputs(c.name, c.inputs, n);
+    std::vector<HostArray> ins_before = snapshot(ins);
+    if (!traced_ok) {
+      REQUIRE(n != record_size);
+      REQUIRE_THROWS_AS(r.replay(ins), ff::FreezeError);  // GuardError is one
+      ++outcome.refused;
+    } else if (n == record_size) {
+      require_same(snapshot(r.replay(ins)), want, "replay at the recorded size vs traced");
+      ++outcome.replayed;
+    } else {
+      try {
+        Inputs outs = r.replay(ins);
+        require_same(snapshot(outs), want, "replay vs traced");
+        ++outcome.replayed;
+      } catch (const ff::GuardError&) {
+        ++outcome.refused;  // a size decision came out differently: record this path anew
+      }
+    }
+    require_same(snapshot(ins), ins_before, "the caller's inputs after the replay");
+  }
+  return outcome;
+}
+
+/// Sizes for the edge recordings: 0, 1, 2, primes, and the main recording's size.
+inline std::vector<size_t> edge_replay_sizes() {
+  return {0, 1, 2, 3, 13, 1000, 0, 1};
+}
+
 inline void check_case(const Case& c) {
   fresh();
   INFO("corpus function '" << c.name << "'");
@@ -383,6 +450,12 @@ inline void check_case(const Case& c) {
       require_same(snapshot(wide), wide_before, "the caller's inputs after a GuardError");
     }
   }
+
+  // The edges: recorded with every input empty, and with every sized input of size 1.
+  EdgeOutcome e0 = check_recorded_at(c, 0, edge_replay_sizes());
+  EdgeOutcome e1 = check_recorded_at(c, 1, edge_replay_sizes());
+  fprintf(stderr, "EDGE %s: rec0 %zu/%zu rec1 %zu/%zu\n", c.name.c_str(), e0.replayed, e0.refused,
+          e1.replayed, e1.refused);
 }
 
 }  // namespace ffr

@@ -76,5 +76,7 @@ void var_read(VarId v, void* out);
 uint64_t var_size(VarId v);
 ScalarType var_type(VarId v);
 Size var_width(VarId v);
+/// width(v) == 0, recorded as a guard named "empty()" when the size has provenance.
+bool var_empty_check(VarId v);
 
 }  // namespace ff::detail
