@@ -452,10 +452,10 @@ inline void check_case(const Case& c) {
   }
 
   // The edges: recorded with every input empty, and with every sized input of size 1.
-  EdgeOutcome e0 = check_recorded_at(c, 0, edge_replay_sizes());
-  EdgeOutcome e1 = check_recorded_at(c, 1, edge_replay_sizes());
-  fprintf(stderr, "EDGE %s: rec0 %zu/%zu rec1 %zu/%zu\n", c.name.c_str(), e0.replayed, e0.refused,
-          e1.replayed, e1.refused);
+  // Refusals are allowed there (a function that broadcasts a reduction pins size 1), results
+  // of another size are not; at the recorded size itself the replay must work.
+  check_recorded_at(c, 0, edge_replay_sizes());
+  check_recorded_at(c, 1, edge_replay_sizes());
 }
 
 }  // namespace ffr
