@@ -25,14 +25,6 @@ rec::RecordingBackend& recorder() {
   return static_cast<rec::RecordingBackend&>(top);
 }
 
-/// Evaluates `a` (and pending scatters) and returns its buffer.
-const std::shared_ptr<Buffer>& evaluated_buffer(VarId v) {
-  if (state()[v].dirty)
-    flush_side_effects();
-  materialize(v);
-  return state()[v].buffer;
-}
-
 }  // namespace
 }  // namespace detail
 
@@ -81,11 +73,11 @@ Recording record(const std::vector<AnyArray>& inputs,
     if (!a.valid())
       throw FreezeError("record: an input AnyArray is empty");
   // Scatters still pending belong to the traced program before the scope, not to it.
-  flush_side_effects();
+  run_pending_scatters();
   std::vector<rec::InputBinding> bindings;
   bindings.reserve(inputs.size());
   for (const AnyArray& a : inputs) {
-    const std::shared_ptr<Buffer>& b = evaluated_buffer(a.id());
+    std::shared_ptr<Buffer> b = evaluated_buffer(a.id());
     bindings.push_back({b->ptr, b->type, b->size});
   }
   rec::RecordingBackend& rb = recorder();
@@ -94,7 +86,7 @@ Recording record(const std::vector<AnyArray>& inputs,
   std::vector<const void*> out_ptrs;
   try {
     outputs = fn();
-    flush_side_effects();  // scatters belong to the recording even if their target is dropped
+    run_pending_scatters();  // scatters belong to the recording even if their target is dropped
     for (const AnyArray& o : outputs) {
       if (!o.valid())
         throw FreezeError("record: the function returned an empty AnyArray");
@@ -103,7 +95,7 @@ Recording record(const std::vector<AnyArray>& inputs,
   } catch (...) {
     // Work the scope queued but never ran (a scatter whose launch was refused, or pending
     // when the function threw) is dropped with it: refused work has no effect later.
-    discard_side_effects();
+    drop_pending_scatters();
     rb.abort_scope(scope);
     throw;
   }
@@ -120,7 +112,7 @@ std::vector<AnyArray> Recording::replay(const std::vector<AnyArray>& inputs) con
   for (const AnyArray& a : inputs) {
     if (!a.valid())
       throw FreezeError("replay: an input AnyArray is empty");
-    const std::shared_ptr<Buffer>& b = evaluated_buffer(a.id());
+    std::shared_ptr<Buffer> b = evaluated_buffer(a.id());
     bound.push_back({b->ptr, b->type, b->size});
   }
   const std::shared_ptr<Device>& device = current_device();
@@ -152,7 +144,7 @@ std::vector<AnyArray> Recording::replay(const std::vector<AnyArray>& inputs) con
           throw;
         }
         result.push_back(
-            AnyArray::steal(var_from_buffer(std::move(buffer), /*traced=*/false), o.type));
+            AnyArray::steal(handle_for_buffer(std::move(buffer), /*traced=*/false), o.type));
       }
     }
   } catch (...) {

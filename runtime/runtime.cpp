@@ -95,8 +95,10 @@ Stats stats() {
   s.copies = b.copies;
   s.host_reads = b.host_reads;
   s.generation = b.generation;
-  s.traced_ops = detail::state().n_traced_ops;
-  s.traced_kernels = detail::state().n_traced_kernels;
+  detail::TracerState& t = detail::state();
+  detail::Window w;
+  s.traced_ops = t.n_traced_ops;
+  s.traced_kernels = t.n_traced_kernels;
   return s;
 }
 

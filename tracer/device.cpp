@@ -64,8 +64,12 @@ Backend& Device::decorate(
   return *owner_;
 }
 
+// This thread's reference to the current stack (a thread impersonating another's table keeps
+// using its own).
+static thread_local std::shared_ptr<Device> t_device;
+
 const std::shared_ptr<Device>& current_device() {
-  std::shared_ptr<Device>& mine = state().device;
+  std::shared_ptr<Device>& mine = t_device;
   Device* fast = g_device_fast.load(std::memory_order_acquire);
   if (fast && mine.get() == fast) [[likely]]
     return mine;
@@ -88,7 +92,7 @@ void set_default_stack_factory(StackFactory factory) {
 void replace_device(const std::function<std::shared_ptr<Device>()>& build) {
   std::lock_guard lock(g_mutex);
   install_locked(nullptr);
-  state().device.reset();  // this thread's cached reference; others refresh on next use
+  t_device.reset();  // this thread's cached reference; others refresh on next use
   install_locked(build ? build() : nullptr);
 }
 

@@ -78,7 +78,7 @@ void become_evaluated(VarId v, std::shared_ptr<Buffer> buffer) {
   var.prov = size_leaf(buffer);
   var.buffer = std::move(buffer);
   for (VarId d : deps)
-    dec_ref(d);
+    dec_local(d);
 }
 
 // FF_DEBUG range reports, except inside a recording: reading a report back is a host read,
@@ -104,30 +104,36 @@ class KernelBuilder {
         size_(size),
         bits_(s.scratch.arg_bits),
         prov_ranges_(s.scratch.arg_prov_ranges),
-        prov_nodes_(s.scratch.arg_prov) {
+        prov_nodes_(s.scratch.arg_prov),
+        buffer_params_(s.scratch.buffer_params) {
     epoch_ = ++s.epoch;
     ir_.params.clear();
     ir_.instrs.clear();
     bits_.clear();
     prov_ranges_.clear();
     prov_nodes_.clear();
+    buffer_params_.clear();
   }
 
   uint32_t emit(VarId root);
 
+  // Buffers are deduplicated per kernel by a scan of this kernel's buffer parameters (few),
+  // not by scratch fields in the Buffer: a buffer may be shared with another thread's table
+  // that is building a kernel at the same time.
   uint32_t buffer_param(Buffer& b, ParamKind kind) {
-    if (b.param_epoch == epoch_) {
-      IrParam& p = ir_.params[b.param_index];
-      if (p.kind != kind)
-        p.kind = ParamKind::BufferInOut;
-      return b.param_index;
-    }
-    b.param_epoch = epoch_;
-    b.param_index = static_cast<uint32_t>(ir_.params.size());
+    for (const auto& [buffer, index] : buffer_params_)
+      if (buffer == &b) {
+        IrParam& p = ir_.params[index];
+        if (p.kind != kind)
+          p.kind = ParamKind::BufferInOut;
+        return index;
+      }
+    auto index = static_cast<uint32_t>(ir_.params.size());
+    buffer_params_.push_back({&b, index});
     ir_.params.push_back({kind, b.type});
     bits_.push_back(reinterpret_cast<uint64_t>(b.ptr));
     prov_ranges_.push_back({0, 0});
-    return b.param_index;
+    return index;
   }
 
   uint32_t scalar_param(ScalarType t, uint64_t bits, const SizeExprNode* prov) {
@@ -199,6 +205,7 @@ class KernelBuilder {
   std::vector<uint64_t>& bits_;
   std::vector<std::pair<uint32_t, uint32_t>>& prov_ranges_;
   std::vector<SizeNode>& prov_nodes_;
+  std::vector<std::pair<const Buffer*, uint32_t>>& buffer_params_;
   std::vector<RangeReport> reports_;
 };
 
@@ -364,14 +371,14 @@ void eval_roots(std::span<const VarId> roots) {
       if (done[i]) {
         SideEffect& e = effects[i];
         for (VarId d : {e.value, e.index, e.mask, e.target})
-          dec_ref(d);
+          dec_local(d);
       }
     throw;
   }
   for (SideEffect& e : effects) {
     s[e.target].dirty = false;
     for (VarId d : {e.value, e.index, e.mask, e.target})
-      dec_ref(d);
+      dec_local(d);
   }
   for (SideEffect& e : s.side_effects)  // only non-empty after a nested failure
     s[e.target].dirty = true;
@@ -394,7 +401,7 @@ void discard_side_effects() noexcept {
     s[e.target].dirty = false;
   for (SideEffect& e : effects)
     for (VarId d : {e.value, e.index, e.mask, e.target})
-      dec_ref(d);
+      dec_local(d);
 }
 
 void materialize(VarId v) {
@@ -425,7 +432,9 @@ void materialize(VarId v) {
   }
 }
 
-void var_eval(std::span<const VarId> vars) {
+namespace {
+
+void eval_local(std::span<const VarId> vars) {
   TracerState& s = state();
   std::vector<VarId> roots;
   roots.reserve(vars.size());
@@ -440,13 +449,7 @@ void var_eval(std::span<const VarId> vars) {
   eval_roots(roots);
 }
 
-void var_make_opaque(std::span<const VarId> vars) {
-  flush_side_effects();
-  for (VarId v : vars)
-    materialize(v);
-}
-
-void var_read(VarId v, void* out) {
+void read_local(VarId v, void* out) {
   TracerState& s = state();
   if (s[v].dirty)
     flush_side_effects();
@@ -462,6 +465,91 @@ void var_read(VarId v, void* out) {
   Variable& ev = s[v];
   if (ev.size)
     ev.buffer->device->backend().copy(out, ev.buffer->ptr, ev.size * elem, CopyKind::DeviceToHost);
+}
+
+}  // namespace
+
+// Arrays of other threads are evaluated (read, made opaque) in their own table, so the handle
+// sees the result; this thread's arrays are evaluated together, in one eval.
+void var_eval(std::span<const Handle> handles) {
+  TracerState& s = state();
+  std::vector<VarId> local;
+  local.reserve(handles.size());
+  for (Handle h : handles) {
+    if (table_of(h) == s.id) {
+      local.push_back(index_of(h));
+    } else {
+      ForeignAccess access(table_of(h));
+      VarId v = index_of(h);
+      eval_local(std::span<const VarId>(&v, 1));
+    }
+  }
+  Window w;
+  eval_local(local);
+}
+
+void var_make_opaque(std::span<const Handle> handles) {
+  TracerState& s = state();
+  {
+    Window w;
+    flush_side_effects();
+  }
+  for (Handle h : handles) {
+    if (table_of(h) == s.id) {
+      Window w;
+      materialize(index_of(h));
+    } else {
+      ForeignAccess access(table_of(h));
+      flush_side_effects();
+      materialize(index_of(h));
+    }
+  }
+}
+
+void var_read(Handle h, void* out) {
+  TracerState& s = state();
+  if (table_of(h) != s.id) {
+    ForeignAccess access(table_of(h));
+    read_local(index_of(h), out);
+    return;
+  }
+  Window w;
+  read_local(index_of(h), out);
+}
+
+void run_pending_scatters() {
+  state();
+  Window w;
+  flush_side_effects();
+}
+
+void drop_pending_scatters() noexcept {
+  if (!t_state)
+    return;
+  Window w;
+  discard_side_effects();
+}
+
+Handle handle_for_buffer(std::shared_ptr<Buffer> buffer, bool traced) {
+  TracerState& s = state();
+  Window w;
+  return s.handle(var_from_buffer(std::move(buffer), traced));
+}
+
+std::shared_ptr<Buffer> evaluated_buffer(Handle h) {
+  TracerState& s = state();
+  auto get = [](VarId v) {
+    if (state()[v].dirty)
+      flush_side_effects();
+    materialize(v);
+    return state()[v].buffer;
+  };
+  if (table_of(h) != s.id) {
+    ForeignAccess access(table_of(h));
+    return get(index_of(h));
+  }
+  Window w;
+  return get(index_of(h));
 }
 
 }  // namespace ff::detail

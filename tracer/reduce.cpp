@@ -13,9 +13,7 @@ const std::shared_ptr<Buffer>& input_buffer(VarId a) {
   return state()[a].buffer;
 }
 
-}  // namespace
-
-VarId var_reduce(Reduction op, VarId a) {
+VarId reduce_local(Reduction op, VarId a) {
   ScalarType t = state()[a].type;
   ReduceOp rop = ReduceOp::Sum;
   switch (op) {
@@ -40,18 +38,18 @@ VarId var_reduce(Reduction op, VarId a) {
   return var_from_buffer(std::move(out));
 }
 
-VarId var_mean(VarId a) {
+VarId mean_local(VarId a) {
   ScalarType t = state()[a].type;
-  VarRef total(var_reduce(Reduction::Sum, a));
+  VarRef total(reduce_local(Reduction::Sum, a));
   // The count is a kernel argument with provenance: any size reuses the same kernel.
   VarRef count(new_var(VarKind::Scalar, ScalarType::UInt64, 1, nullptr));
   state()[count.get()].imm = state()[a].size;
   state()[count.get()].value_prov = width_expr(a);
-  VarRef denom(var_cast(t, count.get()));
-  return var_binary(Op::Div, total.get(), denom.get());
+  VarRef denom(cast_local(t, count.get()));
+  return binary_local(Op::Div, total.get(), denom.get());
 }
 
-VarId var_prefix_sum(VarId a, bool exclusive) {
+VarId prefix_sum_local(VarId a, bool exclusive) {
   ScalarType t = state()[a].type;
   if (t == ScalarType::Bool)
     throw Error("prefix_sum of a bool array: cast it to an integer type first");
@@ -61,7 +59,7 @@ VarId var_prefix_sum(VarId a, bool exclusive) {
   return var_from_buffer(std::move(out));
 }
 
-VarId var_compress(VarId mask) {
+VarId compress_local(VarId mask) {
   if (state()[mask].type != ScalarType::Bool)
     throw Error("compress: the mask must be a bool array");
   std::shared_ptr<Buffer> in = input_buffer(mask);
@@ -69,6 +67,32 @@ VarId var_compress(VarId mask) {
   size_t count = out->device->backend().compress(in->ptr, in->size, out->ptr);
   out->size = count;  // the logical size is the count; the allocation keeps its capacity
   return var_from_buffer(std::move(out));
+}
+
+}  // namespace
+
+Handle var_reduce(Reduction op, Handle a) {
+  Operands o{a};
+  Window w;
+  return state().handle(reduce_local(op, o[0]));
+}
+
+Handle var_mean(Handle a) {
+  Operands o{a};
+  Window w;
+  return state().handle(mean_local(o[0]));
+}
+
+Handle var_prefix_sum(Handle a, bool exclusive) {
+  Operands o{a};
+  Window w;
+  return state().handle(prefix_sum_local(o[0], exclusive));
+}
+
+Handle var_compress(Handle mask) {
+  Operands o{mask};
+  Window w;
+  return state().handle(compress_local(o[0]));
 }
 
 }  // namespace ff::detail

@@ -75,8 +75,10 @@ bool compare(SizeCmp cmp, const Size& a, const Size& b, const char* what) {
   uint64_t x = raw_value(a), y = raw_value(b);
   bool outcome = ff::compare(cmp, x, y);
   if (a.has_provenance() || b.has_provenance()) {
-    std::vector<SizeNode>& lhs = state().scratch.guard_lhs;
-    std::vector<SizeNode>& rhs = state().scratch.guard_rhs;
+    TracerState& s = state();
+    Window w;
+    std::vector<SizeNode>& lhs = s.scratch.guard_lhs;
+    std::vector<SizeNode>& rhs = s.scratch.guard_rhs;
     lhs.clear();
     rhs.clear();
     flatten(a.expr().get(), x, lhs);
@@ -121,7 +123,7 @@ uint64_t raw_value(const Size& s) {
   return s.value_;
 }
 
-bool var_empty_check(VarId v) {
+bool var_empty_check(Handle v) {
   return compare(SizeCmp::Eq, var_width(v), Size(0), "empty()");
 }
 

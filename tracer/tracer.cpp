@@ -12,42 +12,10 @@
 namespace ff::detail {
 
 // ---------------------------------------------------------------------------------------------
-// Per-thread state and reference counting
-
-namespace {
-
-// The hot path reads one trivially-initialised pointer (no TLS init wrapper); the holder
-// creates the state on first use and deletes it at thread exit, after which handles
-// destroyed later (static arrays) do nothing instead of touching freed memory.
-thread_local TracerState* t_state = nullptr;
-thread_local bool t_state_dead = false;
-
-struct StateHolder {
-  ~StateHolder() {
-    delete t_state;
-    t_state = nullptr;
-    t_state_dead = true;
-  }
-};
-
-TracerState& create_state() {
-  if (t_state_dead)
-    throw Error("freezeframe used on a thread after its tracing state was destroyed");
-  thread_local StateHolder holder;
-  watch_for_process_exit();
-  t_state = new TracerState;
-  return *t_state;
-}
-
-}  // namespace
-
-TracerState& state() {
-  if (TracerState* s = t_state) [[likely]]
-    return *s;
-  return create_state();
-}
+// Reference counting
 
 VarId TracerState::alloc_var() {
+  ++live;
   if (!free_list.empty()) {
     VarId v = free_list.back();
     free_list.pop_back();
@@ -63,29 +31,52 @@ void TracerState::free_var(VarId v) {
   size_t base = work.size();
   work.push_back(v);
   while (work.size() > base) {
-    VarId id = work.back();
+    VarId v_free = work.back();
     work.pop_back();
-    Variable& var = vars[id];
+    Variable& var = vars[v_free];
     for (VarId d : var.dep) {
       if (d && --vars[d].refs == 0)
         work.push_back(d);
     }
     var = Variable{};
-    free_list.push_back(id);
+    free_list.push_back(v_free);
+    --live;
   }
 }
 
-void inc_ref(VarId v) noexcept {
-  if (v && t_state)
-    ++(*t_state)[v].refs;
+void inc_ref(Handle h) noexcept {
+  if (!h)
+    return;
+  TracerState* s = t_state;
+  if (s && table_of(h) == s->id) [[likely]] {
+    Window w;
+    ++(*s)[index_of(h)].refs;
+    return;
+  }
+  try {
+    ForeignAccess access(table_of(h));
+    ++state()[index_of(h)].refs;
+  } catch (const std::exception& e) {
+    logging::tracer().error("inc_ref of an array from another thread failed: {}", e.what());
+  }
 }
 
-void dec_ref(VarId v) noexcept {
-  if (!v || !t_state)
+void dec_ref(Handle h) noexcept {
+  if (!h)
     return;
-  TracerState& s = *t_state;
-  if (--s[v].refs == 0)
-    s.free_var(v);
+  TracerState* s = t_state;
+  if (s && table_of(h) == s->id) [[likely]] {
+    Window w;
+    if (--(*s)[index_of(h)].refs == 0)
+      s->free_var(index_of(h));
+    return;
+  }
+  try {
+    ForeignAccess access(table_of(h));
+    dec_local(index_of(h));
+  } catch (const std::exception& e) {
+    logging::tracer().error("dec_ref of an array from another thread failed: {}", e.what());
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -301,17 +292,15 @@ SizeExprPtr width_expr(VarId v) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Variable creation
+// The operations on local variables (inside a window)
 
-VarId var_empty(ScalarType t) {
-  return new_literal(t, 0, 0, nullptr);
-}
+namespace {
 
-VarId var_literal(ScalarType t, uint64_t bits, const Size& size) {
+VarId new_literal_local(ScalarType t, uint64_t bits, const Size& size) {
   return new_literal(t, bits, raw_value(size), size.expr());
 }
 
-VarId var_from_host(ScalarType t, const void* data, size_t count) {
+VarId from_host_local(ScalarType t, const void* data, size_t count) {
   auto buffer = alloc_buffer(t, count, nullptr);
   // An empty upload still defines the buffer inside a recording (size-0 ops replay too).
   if (count || recording_open())
@@ -319,7 +308,7 @@ VarId var_from_host(ScalarType t, const void* data, size_t count) {
   return var_from_buffer(std::move(buffer));
 }
 
-VarId var_arange(ScalarType t, const Size& size) {
+VarId arange_local(ScalarType t, const Size& size) {
   if (t == ScalarType::Bool)
     throw Error("arange: bool arrays have no index sequence");
   VarId v = new_var(VarKind::Op, t, raw_value(size), size.expr());
@@ -327,27 +316,18 @@ VarId var_arange(ScalarType t, const Size& size) {
   return v;
 }
 
-VarId var_unary(Op op, VarId a) {
+VarId unary_local(Op op, VarId a) {
   settle({a});
   TracerState& s = state();
   ScalarType t = s[a].type;
   if (op == Op::Abs && (is_unsigned_int(t) || t == ScalarType::Bool)) {
-    inc_ref(a);  // |x| of an unsigned value is x
+    inc_local(a);  // |x| of an unsigned value is x
     return a;
   }
   return make_op(to_ir(op), t, decide_size(op_name(op), {a}), {a});
 }
 
-VarId var_binary(Op op, VarId a, VarId b) {
-  settle({a, b});
-  TracerState& s = state();
-  ScalarType t = s[a].type;
-  check_type(op_name(op), s[b].type, t);
-  bool cmp = op >= Op::Eq && op <= Op::Ge;
-  return make_op(to_ir(op), cmp ? ScalarType::Bool : t, decide_size(op_name(op), {a, b}), {a, b});
-}
-
-VarId var_ternary(Op op, VarId a, VarId b, VarId c) {
+VarId ternary_local(Op op, VarId a, VarId b, VarId c) {
   settle({a, b, c});
   TracerState& s = state();
   if (op == Op::Select) {
@@ -360,29 +340,20 @@ VarId var_ternary(Op op, VarId a, VarId b, VarId c) {
   return make_op(IrOp::Fma, s[a].type, decide_size("fma", {a, b, c}), {a, b, c});
 }
 
-VarId var_cast(ScalarType t, VarId a) {
-  settle({a});
-  if (state()[a].type == t) {
-    inc_ref(a);
-    return a;
-  }
-  return make_op(IrOp::Cast, t, decide_size("cast", {a}), {a});
-}
-
-VarId var_bitcast(ScalarType t, VarId a) {
+VarId bitcast_local(ScalarType t, VarId a) {
   settle({a});
   ScalarType from = state()[a].type;
   if (size_of(from) != size_of(t) || from == ScalarType::Bool || t == ScalarType::Bool)
     throw Error(std::string("bitcast from ") + to_string(from) + " to " + to_string(t) +
                 ": the element types differ in width");
   if (from == t) {
-    inc_ref(a);
+    inc_local(a);
     return a;
   }
   return make_op(IrOp::Bitcast, t, decide_size("bitcast", {a}), {a});
 }
 
-VarId var_gather(ScalarType t, VarId source, VarId index, VarId mask) {
+VarId gather_local(ScalarType t, VarId source, VarId index, VarId mask) {
   settle({source, index, mask});
   TracerState& s = state();
   check_type("gather source", s[source].type, t);
@@ -403,7 +374,7 @@ VarId var_gather(ScalarType t, VarId source, VarId index, VarId mask) {
   return v;
 }
 
-void var_scatter(VarId* target, VarId value, VarId index, VarId mask, bool add) {
+void scatter_local(VarId* target, VarId value, VarId index, VarId mask, bool add) {
   const char* what = add ? "scatter_add" : "scatter";
   TracerState& s = state();
   check_type(what, s[value].type, s[*target].type);
@@ -421,12 +392,13 @@ void var_scatter(VarId* target, VarId value, VarId index, VarId mask, bool add) 
   }
   settle({value, index, mask});
   materialize(*target);
-  // Copy-on-write: other handles or lazy expressions that read the target keep its contents.
-  // References held by pending scatters into the same target do not count as readers.
+  // Copy-on-write: other handles or lazy expressions that read the target keep its contents,
+  // and so does another thread's variable sharing the buffer. References held by pending
+  // scatters into the same target do not count as readers.
   uint32_t pending = 0;
   for (auto& e : s.side_effects)
     pending += e.target == *target;
-  if (s[*target].refs - pending > 1) {
+  if (s[*target].refs - pending > 1 || s[*target].shared) {
     if (pending)
       flush_side_effects();  // the copy must include the pending writes
     Variable& old = s[*target];
@@ -435,7 +407,7 @@ void var_scatter(VarId* target, VarId value, VarId index, VarId mask, bool add) 
       copy->device->backend().copy(copy->ptr, old.buffer->ptr, old.size * size_of(old.type),
                                    CopyKind::DeviceToDevice);
     VarId fresh = var_from_buffer(std::move(copy));
-    dec_ref(*target);
+    dec_local(*target);
     *target = fresh;
   }
   SizeDecision sd = decide_size(what, {value, index, mask});
@@ -447,22 +419,145 @@ void var_scatter(VarId* target, VarId value, VarId index, VarId mask, bool add) 
   s.side_effects.push_back(std::move(e));
 }
 
-// ---------------------------------------------------------------------------------------------
-// Queries
-
-uint64_t var_size(VarId v) {
-  return state()[v].size;
-}
-
-ScalarType var_type(VarId v) {
-  return state()[v].type;
-}
-
-Size var_width(VarId v) {
+Size width_local(VarId v) {
   TracerState& s = state();
   if (s[v].prov)
     return Size(s[v].prov);
   return Size(s[v].size);
+}
+
+}  // namespace
+
+VarId binary_local(Op op, VarId a, VarId b) {
+  settle({a, b});
+  TracerState& s = state();
+  ScalarType t = s[a].type;
+  check_type(op_name(op), s[b].type, t);
+  bool cmp = op >= Op::Eq && op <= Op::Ge;
+  return make_op(to_ir(op), cmp ? ScalarType::Bool : t, decide_size(op_name(op), {a, b}), {a, b});
+}
+
+VarId cast_local(ScalarType t, VarId a) {
+  settle({a});
+  if (state()[a].type == t) {
+    inc_local(a);
+    return a;
+  }
+  return make_op(IrOp::Cast, t, decide_size("cast", {a}), {a});
+}
+
+// ---------------------------------------------------------------------------------------------
+// The entry points (tracer_api.h): operands from any thread, results in this thread's table
+
+Handle var_empty(ScalarType t) {
+  TracerState& s = state();
+  Window w;
+  return s.handle(new_literal(t, 0, 0, nullptr));
+}
+
+Handle var_literal(ScalarType t, uint64_t bits, const Size& size) {
+  TracerState& s = state();
+  Window w;
+  return s.handle(new_literal_local(t, bits, size));
+}
+
+Handle var_from_host(ScalarType t, const void* data, size_t count) {
+  TracerState& s = state();
+  Window w;
+  return s.handle(from_host_local(t, data, count));
+}
+
+Handle var_arange(ScalarType t, const Size& size) {
+  TracerState& s = state();
+  Window w;
+  return s.handle(arange_local(t, size));
+}
+
+Handle var_unary(Op op, Handle a) {
+  Operands o{a};
+  Window w;
+  return state().handle(unary_local(op, o[0]));
+}
+
+Handle var_binary(Op op, Handle a, Handle b) {
+  Operands o{a, b};
+  Window w;
+  return state().handle(binary_local(op, o[0], o[1]));
+}
+
+Handle var_ternary(Op op, Handle a, Handle b, Handle c) {
+  Operands o{a, b, c};
+  Window w;
+  return state().handle(ternary_local(op, o[0], o[1], o[2]));
+}
+
+Handle var_cast(ScalarType t, Handle a) {
+  Operands o{a};
+  Window w;
+  return state().handle(cast_local(t, o[0]));
+}
+
+Handle var_bitcast(ScalarType t, Handle a) {
+  Operands o{a};
+  Window w;
+  return state().handle(bitcast_local(t, o[0]));
+}
+
+Handle var_gather(ScalarType t, Handle source, Handle index, Handle mask) {
+  Operands o{source, index, mask};
+  Window w;
+  return state().handle(gather_local(t, o[0], o[1], o[2]));
+}
+
+void var_scatter(Handle* target, Handle value, Handle index, Handle mask, bool add) {
+  TracerState& s = state();
+  if (table_of(*target) != s.id) {
+    // The array comes from another thread: this thread adopts it (a local variable sharing
+    // its buffer, so the scatter below copies it first) and the handle moves over to that.
+    bool fresh = false;
+    VarId adopted = localize(*target, &fresh);
+    Handle old = *target;
+    *target = s.handle(adopted);
+    dec_ref(old);
+  }
+  Operands o{value, index, mask};
+  Window w;
+  VarId t = index_of(*target);
+  scatter_local(&t, o[0], o[1], o[2], add);
+  *target = s.handle(t);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Queries
+
+uint64_t var_size(Handle h) {
+  TracerState& s = state();
+  if (table_of(h) != s.id) {
+    ForeignAccess access(table_of(h));
+    return state()[index_of(h)].size;
+  }
+  Window w;
+  return s[index_of(h)].size;
+}
+
+ScalarType var_type(Handle h) {
+  TracerState& s = state();
+  if (table_of(h) != s.id) {
+    ForeignAccess access(table_of(h));
+    return state()[index_of(h)].type;
+  }
+  Window w;
+  return s[index_of(h)].type;
+}
+
+Size var_width(Handle h) {
+  TracerState& s = state();
+  if (table_of(h) != s.id) {
+    ForeignAccess access(table_of(h));
+    return width_local(index_of(h));
+  }
+  Window w;
+  return width_local(index_of(h));
 }
 
 }  // namespace ff::detail

@@ -2,15 +2,21 @@
 #pragma once
 
 #include <cstdint>
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "backend/ir/kernel_ir.h"
 #include "freezeframe/detail/tracer_api.h"
 #include "tracer/device.h"
 #include "tracer/size_expr_node.h"
+#include "tracer/var_table.h"
 
 namespace ff::detail {
+
+/// A variable of one table: its index there (0 = none). Handles add the table's id.
+using VarId = uint32_t;
 
 /// Device memory owned by one evaluated variable (or shared by several after make_opaque).
 /// Releasing goes through the stack that allocated it, which it keeps alive.
@@ -19,8 +25,6 @@ struct Buffer {
   uint64_t size = 0;  // logical element count (for a compress result: the count)
   ScalarType type = ScalarType::Float32;
   std::shared_ptr<Device> device;
-  uint32_t param_epoch = 0;  // eval scratch: kernel parameter index valid in this epoch
-  uint32_t param_index = 0;
 
   Buffer(void* p, uint64_t n, ScalarType t, std::shared_ptr<Device> d)
       : ptr(p), size(n), type(t), device(std::move(d)) {}
@@ -44,7 +48,8 @@ struct Variable {
   VarKind kind = VarKind::Empty;
   IrOp op = IrOp::Literal;  // for VarKind::Op
   ScalarType type = ScalarType::Float32;
-  bool dirty = false;  // a pending scatter writes this variable's buffer
+  bool dirty = false;   // a pending scatter writes this variable's buffer
+  bool shared = false;  // another table's variable holds the same buffer: never write in place
   uint32_t refs = 0;   // handles plus other variables that use it
   VarId dep[4] = {0, 0, 0, 0};
   uint64_t imm = 0;  // literal bits, scalar value
@@ -65,15 +70,23 @@ struct SideEffect {
   SizeExprPtr prov;
 };
 
-/// Per-thread tracing state: everything the hot path needs behind one thread-local access.
+/// Per-thread tracing state: everything the hot path needs behind one thread-local access. Its
+/// owner thread uses it inside Windows; other threads only through a ForeignAccess.
 struct TracerState {
-  std::shared_ptr<Device> device;  // this thread's reference to the current stack
-  std::vector<Variable> vars{1};   // index 0 is "no variable"
+  uint32_t id = 0;                // table id (Handle's high bits), never reused
+  std::vector<Variable> vars{1};  // index 0 is "no variable"
   std::vector<VarId> free_list;
   std::vector<SideEffect> side_effects;
+  uint64_t live = 0;  // variables in use (an orphaned table is freed at 0)
   uint32_t epoch = 0;
   uint64_t n_traced_ops = 0;      // variables created by tracing (statistics)
   uint64_t n_traced_kernels = 0;  // kernels assembled by eval (statistics)
+
+  // The handshake with other threads (var_table.h).
+  std::atomic<int> busy{0};     // the owner is inside a window
+  std::atomic<int> request{0};  // another thread waits for the table
+  std::mutex foreign_mutex;     // held by the thread that has the table exclusively
+  bool orphaned = false;        // the owner thread has exited (guarded by foreign_mutex)
 
   /// Reusable scratch buffers (capacity kept between calls, so tracing allocates little).
   struct Scratch {
@@ -81,6 +94,7 @@ struct TracerState {
     std::vector<SizeNode> guard_lhs, guard_rhs, alloc_prov, launch_prov, arg_prov;
     std::vector<uint64_t> arg_bits;
     std::vector<std::pair<uint32_t, uint32_t>> arg_prov_ranges;
+    std::vector<std::pair<const Buffer*, uint32_t>> buffer_params;
     std::vector<std::pair<VarId, bool>> emit_stack;
     KernelIR ir;
     std::vector<KernelArg> args;
@@ -90,9 +104,49 @@ struct TracerState {
 
   VarId alloc_var();
   void free_var(VarId v);
+
+  /// The handle of local variable `v`.
+  Handle handle(VarId v) const { return v ? make_handle(id, v) : 0; }
 };
 
-TracerState& state();
+inline Window::Window() {
+  if (t_window_depth++ == 0) {
+    TracerState& s = *t_state;
+    s.busy.store(1, std::memory_order_relaxed);
+    if (g_asymmetric_fences)
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+    else
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (s.request.load(std::memory_order_acquire)) [[unlikely]]
+      window_enter_slow(s);
+  }
+}
+
+inline Window::~Window() {
+  if (--t_window_depth == 0)
+    t_state->busy.store(0, std::memory_order_release);
+}
+
+/// The calling thread's table (created on first use), or the table it impersonates.
+inline TracerState& state() {
+  if (TracerState* s = t_state) [[likely]]
+    return *s;
+  return create_thread_table();
+}
+
+/// Reference counting of local variables (inside a window).
+inline void inc_local(VarId v) {
+  if (v)
+    ++state()[v].refs;
+}
+
+inline void dec_local(VarId v) {
+  if (!v)
+    return;
+  TracerState& s = state();
+  if (--s[v].refs == 0)
+    s.free_var(v);
+}
 
 /// Reference that dies with its scope (for temporaries inside the tracer).
 class VarRef {
@@ -106,7 +160,7 @@ class VarRef {
 
   VarRef(VarRef&& o) noexcept : v_(o.v_) { o.v_ = 0; }
 
-  ~VarRef() { dec_ref(v_); }
+  ~VarRef() { dec_local(v_); }
 
   VarId get() const { return v_; }
 
@@ -120,6 +174,49 @@ class VarRef {
   VarId v_ = 0;
 };
 
+/// The operands of a library call as variables of this thread's table: handles from another
+/// thread's table are imported (localize) and the imports released when the call ends.
+class Operands {
+ public:
+  Operands(std::initializer_list<Handle> handles) {
+    TracerState& s = state();
+    for (Handle h : handles) {
+      VarId v = 0;
+      if (table_of(h) == s.id) [[likely]] {
+        v = index_of(h);
+      } else if (h) {
+        bool fresh = false;
+        v = localize(h, &fresh);
+        if (fresh)
+          imported_[n_imported_++] = v;
+      }
+      ids_[n_++] = v;
+    }
+  }
+
+  ~Operands() {
+    if (n_imported_) [[unlikely]] {
+      Window w;
+      for (uint32_t i = 0; i < n_imported_; ++i)
+        dec_local(imported_[i]);
+    }
+  }
+
+  Operands(const Operands&) = delete;
+  Operands& operator=(const Operands&) = delete;
+
+  VarId operator[](size_t i) const { return ids_[i]; }
+
+ private:
+  VarId ids_[4] = {0, 0, 0, 0};
+  VarId imported_[4] = {0, 0, 0, 0};
+  uint32_t n_ = 0, n_imported_ = 0;
+};
+
+/// Element-wise operations on local variables, for other tracer files (var_mean).
+VarId binary_local(Op op, VarId a, VarId b);
+VarId cast_local(ScalarType t, VarId a);
+
 /// A new variable with one reference (the caller's).
 VarId new_var(VarKind kind, ScalarType type, uint64_t size, SizeExprPtr prov);
 
@@ -131,6 +228,14 @@ void flush_side_effects();
 /// Drops every pending scatter unexecuted (a failed recording scope: refused work must have
 /// no effect later).
 void discard_side_effects() noexcept;
+/// For the front end (outside windows): runs / drops this thread's pending scatters, and wraps
+/// a buffer in a new array of this thread.
+void run_pending_scatters();
+void drop_pending_scatters() noexcept;
+Handle handle_for_buffer(std::shared_ptr<Buffer> buffer, bool traced);
+/// The buffer of the array `h` names (any thread's), evaluating it and running the scatters
+/// pending on it first.
+std::shared_ptr<Buffer> evaluated_buffer(Handle h);
 /// Evaluates `v` into a buffer (literals are filled): afterwards kind == Evaluated.
 void materialize(VarId v);
 /// A new evaluated variable owning `buffer` (size = buffer->size). `traced` = false for

@@ -132,27 +132,27 @@ class Array {
   bool empty() const { return detail::var_empty_check(id()); }
 
   /// The tracer variable (creating the empty variable on demand).
-  detail::VarId id() const {
+  detail::Handle id() const {
     if (!id_)
       id_ = detail::var_empty(kType);
     return id_;
   }
 
   /// Wraps a variable whose reference the caller hands over.
-  static Array steal(detail::VarId id) {
+  static Array steal(detail::Handle id) {
     Array a;
     a.id_ = id;
     return a;
   }
 
   /// Gives up the variable reference (for the tracer's in-place updates).
-  detail::VarId* id_ptr() {
+  detail::Handle* id_ptr() {
     id();
     return &id_;
   }
 
  private:
-  mutable detail::VarId id_ = 0;
+  mutable detail::Handle id_ = 0;
 };
 
 using Bool = Array<bool>;
@@ -440,15 +440,15 @@ Size width(const Array<T>& a) {
 /// Evaluates the arrays (and every pending scatter) now; other lazy arrays stay lazy.
 template <ArrayType... A>
 void eval(const A&... arrays) {
-  detail::VarId ids[sizeof...(A) + 1] = {arrays.id()..., 0};
-  detail::var_eval(std::span<const detail::VarId>(ids, sizeof...(A)));
+  detail::Handle ids[sizeof...(A) + 1] = {arrays.id()..., 0};
+  detail::var_eval(std::span<const detail::Handle>(ids, sizeof...(A)));
 }
 
 /// Turns literals into buffers, so kernels take them as arguments instead of constants.
 template <ArrayType... A>
 void make_opaque(const A&... arrays) {
-  detail::VarId ids[sizeof...(A) + 1] = {arrays.id()..., 0};
-  detail::var_make_opaque(std::span<const detail::VarId>(ids, sizeof...(A)));
+  detail::Handle ids[sizeof...(A) + 1] = {arrays.id()..., 0};
+  detail::var_make_opaque(std::span<const detail::Handle>(ids, sizeof...(A)));
 }
 
 }  // namespace ff

@@ -52,10 +52,10 @@ class AnyArray {
     return A::steal(id_);
   }
 
-  detail::VarId id() const { return id_; }
+  detail::Handle id() const { return id_; }
 
   /// Wraps a variable whose reference the caller hands over.
-  static AnyArray steal(detail::VarId id, ScalarType type) {
+  static AnyArray steal(detail::Handle id, ScalarType type) {
     AnyArray a;
     a.id_ = id;
     a.type_ = type;
@@ -63,7 +63,7 @@ class AnyArray {
   }
 
  private:
-  detail::VarId id_ = 0;
+  detail::Handle id_ = 0;
   ScalarType type_ = ScalarType::Float32;
 };
 

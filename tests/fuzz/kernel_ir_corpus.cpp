@@ -84,7 +84,7 @@ std::vector<Bytes> seeds() {
     for (bool debug : {false, true}) {
       ff::set_flag(ff::Flag::Debug, debug);
       for (auto& program : programs()) {
-        std::vector<ff::detail::VarId> ids;
+        std::vector<ff::detail::Handle> ids;
         for (const ff::AnyArray& out : program(x, i))
           ids.push_back(out.id());
         ff::detail::var_eval(ids);

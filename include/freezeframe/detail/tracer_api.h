@@ -1,5 +1,6 @@
 // The tracer entry points that the array templates call (not for direct use).
-// Variables are numbered per thread; 0 means "no variable".
+// A Handle names a variable: the table of the thread that made it (high 32 bits) and its
+// index there; 0 means "no variable". Handles are valid on every thread.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +11,7 @@
 
 namespace ff::detail {
 
-using VarId = uint32_t;
+using Handle = uint64_t;
 
 /// Operations of the array API, in the tracer's vocabulary.
 enum class Op : uint8_t {
@@ -48,35 +49,35 @@ enum class Op : uint8_t {
 
 enum class Reduction : uint8_t { Sum, Prod, Min, Max };
 
-void inc_ref(VarId v) noexcept;
-void dec_ref(VarId v) noexcept;
+void inc_ref(Handle v) noexcept;
+void dec_ref(Handle v) noexcept;
 
-VarId var_empty(ScalarType t);
+Handle var_empty(ScalarType t);
 /// A literal `bits` (the value's bit pattern, widened to 64 bits) of `size` elements.
-VarId var_literal(ScalarType t, uint64_t bits, const Size& size);
-VarId var_from_host(ScalarType t, const void* data, size_t count);
-VarId var_arange(ScalarType t, const Size& size);
-VarId var_unary(Op op, VarId a);
-VarId var_binary(Op op, VarId a, VarId b);
-VarId var_ternary(Op op, VarId a, VarId b, VarId c);
-VarId var_cast(ScalarType t, VarId a);
-VarId var_bitcast(ScalarType t, VarId a);
-VarId var_gather(ScalarType t, VarId source, VarId index, VarId mask);
+Handle var_literal(ScalarType t, uint64_t bits, const Size& size);
+Handle var_from_host(ScalarType t, const void* data, size_t count);
+Handle var_arange(ScalarType t, const Size& size);
+Handle var_unary(Op op, Handle a);
+Handle var_binary(Op op, Handle a, Handle b);
+Handle var_ternary(Op op, Handle a, Handle b, Handle c);
+Handle var_cast(ScalarType t, Handle a);
+Handle var_bitcast(ScalarType t, Handle a);
+Handle var_gather(ScalarType t, Handle source, Handle index, Handle mask);
 /// Schedules a scatter into *target (which may be replaced by a copy: copy-on-write).
-void var_scatter(VarId* target, VarId value, VarId index, VarId mask, bool add);
-VarId var_reduce(Reduction op, VarId a);
-VarId var_mean(VarId a);
-VarId var_prefix_sum(VarId a, bool exclusive);
-VarId var_compress(VarId mask);
+void var_scatter(Handle* target, Handle value, Handle index, Handle mask, bool add);
+Handle var_reduce(Reduction op, Handle a);
+Handle var_mean(Handle a);
+Handle var_prefix_sum(Handle a, bool exclusive);
+Handle var_compress(Handle mask);
 
-void var_eval(std::span<const VarId> vars);
-void var_make_opaque(std::span<const VarId> vars);
+void var_eval(std::span<const Handle> vars);
+void var_make_opaque(std::span<const Handle> vars);
 /// Evaluates `v` and copies its contents (size(v) elements) to `out`.
-void var_read(VarId v, void* out);
-uint64_t var_size(VarId v);
-ScalarType var_type(VarId v);
-Size var_width(VarId v);
+void var_read(Handle v, void* out);
+uint64_t var_size(Handle v);
+ScalarType var_type(Handle v);
+Size var_width(Handle v);
 /// width(v) == 0, recorded as a guard named "empty()" when the size has provenance.
-bool var_empty_check(VarId v);
+bool var_empty_check(Handle v);
 
 }  // namespace ff::detail
