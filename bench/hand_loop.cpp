@@ -1,5 +1,9 @@
 // The OpenMP baselines (see hand_loop.h). In their own translation unit, which includes no
 // freezeframe header, so their compile flags apply to nothing else.
+#if !defined(_OPENMP)
+#error "hand_loop.cpp must be built with OpenMP: a one-thread baseline would flatter freezeframe"
+#endif
+
 #include "hand_loop.h"
 
 #include <omp.h>
@@ -9,10 +13,6 @@
 #include <cstdlib>
 
 #include "hand_loop_body.h"
-
-#if !defined(_OPENMP)
-#error "hand_loop.cpp must be built with OpenMP: a one-thread baseline would flatter freezeframe"
-#endif
 
 namespace ff_bench {
 
