@@ -5,6 +5,10 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace ff_bench {
@@ -72,6 +76,79 @@ inline float reference(float x, int n_ops) {
     y = chain_op(k, y, x);
   }
   return y;
+}
+
+/// reference() for every element of x.
+inline std::vector<float> reference(const std::vector<float>& x, int n_ops) {
+  std::vector<float> want(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    want[i] = reference(x[i], n_ops);
+  }
+  return want;
+}
+
+/// make_input(n) and reference(make_input(n), n_ops), computed once per (n, n_ops) and kept:
+/// W2's 16M elements take a while on the host, and every benchmark run needs them. Not
+/// thread-safe (benchmark bodies run on one thread).
+inline const std::vector<float>& cached_input(size_t n) {
+  static std::map<size_t, std::vector<float>> cache;
+  auto it = cache.find(n);
+  return it != cache.end() ? it->second : cache.emplace(n, make_input(n)).first->second;
+}
+
+inline const std::vector<float>& cached_reference(size_t n, int n_ops) {
+  static std::map<std::pair<size_t, int>, std::vector<float>> cache;
+  auto key = std::pair(n, n_ops);
+  auto it = cache.find(key);
+  return it != cache.end() ? it->second
+                           : cache.emplace(key, reference(cached_input(n), n_ops)).first->second;
+}
+
+/// Self-test of the checks of timed calls (--ff_expect_wrong): what they expect is off by a
+/// part in a thousand, so each of them must fail and the benchmark exit 1. Warm-up checks
+/// keep the true values, so the timed loops are reached. bench-smoke runs every binary once
+/// this way.
+inline bool g_expect_wrong = false;
+
+/// What a check of a timed call expects when the true result is `v`.
+template <class T>
+T timed_expectation(T v) {
+  return g_expect_wrong ? v * T(1.001) + T(1e-3) : v;
+}
+
+/// timed_expectation() of cached_reference(n, n_ops), cached the same way.
+inline const std::vector<float>& timed_reference(size_t n, int n_ops) {
+  if (!g_expect_wrong) {
+    return cached_reference(n, n_ops);
+  }
+  static std::map<std::pair<size_t, int>, std::vector<float>> cache;
+  auto key = std::pair(n, n_ops);
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    std::vector<float> want = cached_reference(n, n_ops);
+    for (float& v : want) {
+      v = timed_expectation(v);
+    }
+    it = cache.emplace(key, std::move(want)).first;
+  }
+  return it->second;
+}
+
+/// Compares a result with what is expected (within 1e-5 relative plus 1e-6 absolute: the
+/// backend may contract or vectorise differently from the host). Returns "" when they agree,
+/// else the first mismatch.
+inline std::string compare(std::span<const float> got, std::span<const float> want) {
+  if (got.size() != want.size()) {
+    return "result has " + std::to_string(got.size()) + " elements, expected " +
+           std::to_string(want.size());
+  }
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (!(std::abs(got[i] - want[i]) <= 1e-5f * std::abs(want[i]) + 1e-6f)) {
+      return "element " + std::to_string(i) + " is " + std::to_string(got[i]) + ", expected " +
+             std::to_string(want[i]);
+    }
+  }
+  return {};
 }
 
 }  // namespace ff_bench

@@ -3,7 +3,7 @@
 
 #include <freezeframe/freezeframe.h>
 
-#include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -24,20 +24,36 @@ inline ff::Float run_chain(const ff::Float& x, int n_ops, int eval_every) {
   return y;
 }
 
-/// Compares y with the host reference; returns an empty string or a description of the first
-/// mismatch.
+/// Kernel launches of one call of a chain: one per eval.
+constexpr uint64_t launches_per_call(int n_ops, int eval_every) {
+  return static_cast<uint64_t>((n_ops + eval_every - 1) / eval_every);
+}
+
+/// Compares y with what is expected; returns "" or a description of the first mismatch.
+inline std::string check_result(const ff::Float& y, const std::vector<float>& want) {
+  return compare(y.to_vector(), want);
+}
+
+/// Compares y with the host reference of `n_ops` chain ops on x.
 inline std::string check_chain(const ff::Float& y, const std::vector<float>& x, int n_ops) {
-  std::vector<float> got = y.to_vector();
-  if (got.size() != x.size()) {
-    return "result has " + std::to_string(got.size()) + " elements, expected " +
-           std::to_string(x.size());
+  return check_result(y, reference(x, n_ops));
+}
+
+/// Checks the backend's counters over a timed loop of `calls` calls against the steady state:
+/// nothing compiled, exactly `launches_per_call` launches per call. Returns "" or what
+/// differs.
+inline std::string check_steady_state(const ff::Stats& before, const ff::Stats& after,
+                                      uint64_t calls, uint64_t launches_per_call) {
+  const uint64_t compiles = after.compiles - before.compiles;
+  const uint64_t launches = after.launches - before.launches;
+  if (compiles != 0) {
+    return "not in a steady state: " + std::to_string(compiles) + " kernels compiled in " +
+           std::to_string(calls) + " timed calls";
   }
-  for (size_t i = 0; i < x.size(); ++i) {
-    float want = reference(x[i], n_ops);
-    if (!(std::abs(got[i] - want) <= 1e-5f * std::abs(want) + 1e-6f)) {
-      return "element " + std::to_string(i) + " is " + std::to_string(got[i]) + ", expected " +
-             std::to_string(want);
-    }
+  if (launches != calls * launches_per_call) {
+    return "not in a steady state: " + std::to_string(launches) + " launches in " +
+           std::to_string(calls) + " timed calls, expected " + std::to_string(launches_per_call) +
+           " per call";
   }
   return {};
 }
