@@ -23,6 +23,7 @@
 #include "backend/llvm/llvm_tuning.h"
 #include "backend/llvm/thread_pool.h"
 #include "freezeframe/errors.h"
+#include "support/errors.h"
 
 namespace {
 
@@ -1181,7 +1182,7 @@ TEST_CASE("reduce: every op and type, count 0 gives the identity, large arrays i
                          : (std::is_integral_v<T> || (op != ReduceOp::And && op != ReduceOp::Or));
       T* out = env.alloc<T>(1);
       if (!defined) {
-        CHECK_THROWS_AS(env.be->reduce(op, type_of<T>(), out, 1, out), BackendError);
+        CHECK_THROWS_EXACTLY(env.be->reduce(op, type_of<T>(), out, 1, out), BackendError);
         continue;
       }
       for (size_t n : {size_t(0), size_t(1), size_t(1000), size_t(3000001)}) {
@@ -1239,7 +1240,7 @@ TEST_CASE("prefix_sum: inclusive and exclusive, in place, large arrays in parall
     }
   });
   Bool8* b = env.alloc<Bool8>(4);
-  CHECK_THROWS_AS(env.be->prefix_sum(ScalarType::Bool, false, b, 4, b), BackendError);
+  CHECK_THROWS_EXACTLY(env.be->prefix_sum(ScalarType::Bool, false, b, 4, b), BackendError);
 }
 
 TEST_CASE("compress returns the indices of true entries in order", "[llvm]") {
@@ -1285,7 +1286,7 @@ TEST_CASE("fill patterns and copies", "[llvm]") {
     CHECK(env.download(c8, n) == v8);
   }
   auto* p = env.alloc<uint32_t>(4);
-  CHECK_THROWS_AS(env.be->fill(p, 4, 3, 0), BackendError);
+  CHECK_THROWS_EXACTLY(env.be->fill(p, 4, 3, 0), BackendError);
 }
 
 TEST_CASE("allocator caches blocks, count 0 is unique, peak is tracked", "[llvm]") {
@@ -1430,38 +1431,40 @@ TEST_CASE("handles outlive their backend", "[llvm]") {
   CHECK(out[39] == 39);
 }
 
-TEST_CASE("compile rejects invalid or unfinalized IR; launch checks its arguments",
-          "[llvm][negative]") {
+TEST_CASE(
+    "compile rejects invalid IR with FormatError, unfinalized IR and bad launches with "
+    "BackendError",
+    "[llvm][negative]") {
   Env env;
   KernelBuilder bad;
   uint32_t po = bad.param(ParamKind::BufferOut, ScalarType::Float32);
   bad.store(po, 5);  // operand names a later instruction
-  CHECK_THROWS_AS(env.be->compile(bad.finish()), Error);
+  CHECK_THROWS_EXACTLY(env.be->compile(bad.finish()), FormatError);
 
   KernelBuilder kind;
   uint32_t pi = kind.param(ParamKind::BufferIn, ScalarType::Float32);
   kind.store(pi, kind.literal(1.0f));  // store into a read-only buffer
-  CHECK_THROWS_AS(env.be->compile(kind.finish()), Error);
+  CHECK_THROWS_EXACTLY(env.be->compile(kind.finish()), FormatError);
 
   KernelBuilder fmod;
   uint32_t pf = fmod.param(ParamKind::BufferOut, ScalarType::Float32);
   fmod.store(pf, fmod.emit(IrOp::Mod, ScalarType::Float32, fmod.literal(1.0f), fmod.literal(2.0f)));
-  CHECK_THROWS_AS(env.be->compile(fmod.finish()), Error);
+  CHECK_THROWS_EXACTLY(env.be->compile(fmod.finish()), FormatError);
 
   KernelBuilder ok;
   uint32_t p = ok.param(ParamKind::BufferOut, ScalarType::Int32);
   ok.store(p, ok.emit(IrOp::Index, ScalarType::Int32));
   KernelIR unhashed = ok.ir;  // finalize() not called
-  CHECK_THROWS_AS(env.be->compile(unhashed), BackendError);
+  CHECK_THROWS_EXACTLY(env.be->compile(unhashed), BackendError);
   KernelIR stale = ok.finish();
   stale.params[0].type = ScalarType::UInt32;  // edited after finalize(), still valid
   stale.instrs[0].type = ScalarType::UInt32;
   stale.instrs[1].type = ScalarType::UInt32;
-  CHECK_THROWS_AS(env.be->compile(stale), BackendError);
+  CHECK_THROWS_EXACTLY(env.be->compile(stale), BackendError);
 
   KernelHandle h = env.be->compile(ok.finish());
-  CHECK_THROWS_AS(env.be->launch(h, 10, {}, {}), BackendError);
-  CHECK_THROWS_AS(env.be->launch(nullptr, 10, {}, {}), BackendError);
+  CHECK_THROWS_EXACTLY(env.be->launch(h, 10, {}, {}), BackendError);
+  CHECK_THROWS_EXACTLY(env.be->launch(nullptr, 10, {}, {}), BackendError);
   CHECK(env.be->stats().compiles == 1);
   CHECK(env.be->name() == "llvm");
 }

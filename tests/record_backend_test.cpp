@@ -17,6 +17,7 @@
 #include "recorder/recording_backend.h"
 #include "replay/replay_plan.h"
 #include "replay/replayer.h"
+#include "support/errors.h"
 
 namespace {
 
@@ -58,16 +59,19 @@ struct Env {
   }
 };
 
-// The message of the ff::FreezeError that `f` throws (another exception fails the test).
+// The message of the exception of exactly type E that `f` throws (another type, a subclass
+// included, fails the test).
+template <class E, class F>
+std::string message_of(F&& f) {
+  fft::Thrown t = fft::thrown_by(f);
+  INFO("threw " << t.type << ": " << t.what);
+  REQUIRE(t.type == fft::type_name_of<E>());
+  return t.what;
+}
+
 template <class F>
 std::string freeze_message(F&& f) {
-  try {
-    f();
-  } catch (const FreezeError& e) {
-    return e.what();
-  }
-  FAIL("no ff::FreezeError was thrown");
-  return {};
+  return message_of<FreezeError>(f);
 }
 
 std::vector<float> iota_floats(size_t n, float start) {
@@ -92,12 +96,12 @@ TEST_CASE("refuse: a buffer read before anything wrote it", "[record][refusal]")
     CHECK(env.backend.stats().launches == launches);  // refused before it ran
   }
   SECTION("by a device copy") {
-    REQUIRE_THROWS_AS(env.backend.copy(out, fresh, 64 * sizeof(float), CopyKind::DeviceToDevice),
-                      FreezeError);
+    REQUIRE_THROWS_EXACTLY(
+        env.backend.copy(out, fresh, 64 * sizeof(float), CopyKind::DeviceToDevice), FreezeError);
   }
   SECTION("by a reduction") {
-    REQUIRE_THROWS_AS(env.backend.reduce(ReduceOp::Sum, ScalarType::Float32, fresh, 64, out),
-                      FreezeError);
+    REQUIRE_THROWS_EXACTLY(env.backend.reduce(ReduceOp::Sum, ScalarType::Float32, fresh, 64, out),
+                           FreezeError);
   }
   env.backend.release(fresh);
   env.backend.release(out);
@@ -285,7 +289,7 @@ TEST_CASE("validation refuses recordings whose ops and lists disagree", "[record
   while (good.ops[launch].code != rec::OpCode::Launch)
     ++launch;
   rec::RecordingData d = good;
-  auto message = [&] { return freeze_message([&] { d.validate(); }); };
+  auto message = [&] { return message_of<FormatError>([&] { d.validate(); }); };
 
   SECTION("a launch argument naming a slot outside the table") {
     d.args[d.ops[launch].arg_begin].slot = static_cast<uint32_t>(d.slots.size());

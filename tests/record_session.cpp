@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/errors.h"
 #include "support/record_corpus.h"
 
 using namespace ffr;
@@ -117,7 +118,7 @@ TEST_CASE("session capture: record:llvm sees both threads and host reads", "[rec
   REQUIRE(ff::capture().n_ops() > c.n_ops());
   REQUIRE(c.to_string() == text);
   // A capture can be inspected, not replayed.
-  REQUIRE_THROWS_AS(c.replay({}), ff::FreezeError);
+  REQUIRE_THROWS_EXACTLY(c.replay({}), ff::FreezeError);
 
   // ff::record still works on a capturing stack.
   Float x = Float::from(std::vector<float>{1.f, 2.f, 3.f});
@@ -128,12 +129,12 @@ TEST_CASE("session capture: record:llvm sees both threads and host reads", "[rec
 
 TEST_CASE("session capture: plain llvm stack refuses ff::capture", "[record][capture]") {
   fresh("llvm");
-  REQUIRE_THROWS_AS(ff::capture(), ff::Error);
+  REQUIRE_THROWS_EXACTLY(ff::capture(), ff::Error);
   REQUIRE_THROWS_WITH(ff::capture(), Contains("record:llvm"));
   // Also after ff::record inserted a (non-capturing) recorder on demand.
   Float x = Float::from(std::vector<float>{1.f, 2.f});
   ff::Recording r = ff::record({x}, [&] { return Inputs{x * 2.f}; });
-  REQUIRE_THROWS_AS(ff::capture(), ff::Error);
+  REQUIRE_THROWS_EXACTLY(ff::capture(), ff::Error);
   (void)r;
 }
 
@@ -185,7 +186,7 @@ TEST_CASE("nesting: replaying A inside ff::record of B records A's ops into B",
       Inputs inner = guarded.replay({small});
       return Inputs{inner[0].as<Float>() + 1.f};
     };
-    REQUIRE_THROWS_AS(ff::record({small}, c_body), ff::GuardError);
+    REQUIRE_THROWS_EXACTLY(ff::record({small}, c_body), ff::GuardError);
     ff::sync();
     REQUIRE(ff::stats().bytes_allocated == baseline);
     Float big = make_array(ff::ScalarType::Float32, 200, 7).as<Float>();

@@ -27,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "support/errors.h"
+
 namespace ffr {
 
 using Catch::Matchers::Contains;
@@ -445,7 +447,7 @@ inline void check_case(const Case& c) {
       std::vector<HostArray> wide_before = snapshot(wide);
       std::vector<HostArray> traced_wide = run_traced(c, make_inputs(c.name, c.inputs, n, true));
       (void)traced_wide;  // the element-wise path works when traced
-      REQUIRE_THROWS_AS(r.replay(wide), ff::GuardError);
+      REQUIRE_THROWS_EXACTLY(r.replay(wide), ff::GuardError);
       REQUIRE_THROWS_WITH(r.replay(wide), Contains("== 1") && Contains("record this path anew"));
       require_same(snapshot(wide), wide_before, "the caller's inputs after a GuardError");
     }
