@@ -23,6 +23,18 @@
 #include "backend/llvm/llvm_tuning.h"
 #include "backend/llvm/thread_pool.h"
 #include "freezeframe/errors.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define FFT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FFT_ASAN 1
+#endif
+#endif
+#if defined(FFT_ASAN)
+#include <sanitizer/asan_interface.h>
+#endif
+#include "support/child.h"
 #include "support/errors.h"
 
 namespace {
@@ -1362,6 +1374,68 @@ TEST_CASE("allocator caches released blocks up to its limit", "[llvm]") {
   alloc.trim();
   CHECK(alloc.cached_bytes() == 0);
   CHECK(alloc.bytes_allocated() == 0);
+}
+
+namespace {
+
+#if defined(FFT_ASAN)
+constexpr bool kAsan = true;
+
+bool poisoned(const void* p) {
+  return __asan_address_is_poisoned(p) != 0;
+}
+#else
+constexpr bool kAsan = false;
+
+bool poisoned(const void*) {
+  return false;
+}
+#endif
+
+}  // namespace
+
+TEST_CASE("allocator: under ASan exactly the requested bytes of a block are addressable",
+          "[llvm][asan]") {
+  // Regression: the whole size class was unpoisoned and the header never poisoned, so an
+  // overrun into the slack of a block went unreported.
+  if (!kAsan) {
+    std::puts("skipped: not built with AddressSanitizer (FF_SANITIZE=address)");
+    return;
+  }
+  ff::llvm_backend::HostAllocator alloc;
+  auto* p = static_cast<unsigned char*>(alloc.alloc(100));  // size class: 128 bytes
+  CHECK_FALSE(poisoned(p));
+  CHECK_FALSE(poisoned(p + 99));
+  CHECK(poisoned(p + 100));  // the slack
+  CHECK(poisoned(p + 127));
+  CHECK(poisoned(p - 1));  // the header
+  CHECK(poisoned(p - 64));
+  alloc.release(p);
+  CHECK(poisoned(p));                                      // cached: poisoned whole
+  auto* q = static_cast<unsigned char*>(alloc.alloc(70));  // the cached block, a new request
+  REQUIRE(q == p);
+  CHECK_FALSE(poisoned(q + 69));
+  CHECK(poisoned(q + 70));
+  auto* none = static_cast<unsigned char*>(alloc.alloc(0));
+  CHECK(poisoned(none));
+  alloc.release(q);
+  alloc.release(none);
+}
+
+TEST_CASE("allocator: under ASan a write past the requested bytes is reported", "[llvm][asan]") {
+  if (!kAsan) {
+    std::puts("skipped: not built with AddressSanitizer (FF_SANITIZE=address)");
+    return;
+  }
+  fft::ChildResult child = fft::in_child([] {
+    ff::llvm_backend::HostAllocator alloc;
+    auto* p = static_cast<volatile unsigned char*>(alloc.alloc(100));
+    p[99] = 1;   // the last requested byte: fine
+    p[100] = 1;  // one past it, inside the size class: ASan must stop here
+  });
+  INFO(child.err);
+  CHECK_FALSE(child.exited_cleanly());
+  CHECK_THAT(child.err, Catch::Matchers::Contains("use-after-poison"));
 }
 
 TEST_CASE("allocator size classes waste at most a quarter", "[llvm]") {
