@@ -507,11 +507,13 @@ TEMPLATE_TEST_CASE("transcendental functions of literals are left to the kernels
   using A = ff::Array<T>;
   // exp, log, sin and cos are not folded (the host's libm and the kernels' vector math may
   // differ in the last bit): a literal's result is computed by a kernel, the same as a buffer's.
-  for (auto [name, f] : std::vector<std::pair<const char*, Unary<T, T>>>{
+  for (const auto& entry : std::vector<std::pair<const char*, Unary<T, T>>>{
            {"exp", [](const A& a) { return ff::exp(a); }},
            {"log", [](const A& a) { return ff::log(a); }},
            {"sin", [](const A& a) { return ff::sin(a); }},
            {"cos", [](const A& a) { return ff::cos(a); }}}) {
+    const char* name = entry.first;
+    const Unary<T, T>& f = entry.second;  // (clang 14 cannot capture structured bindings)
     const std::vector<T> xs = specials<T>();
     const std::vector<T> vec = host(f(to_array(xs)));
     Mismatches m(std::string(name) + "<" + type_name<T>() + ">");
