@@ -202,7 +202,7 @@ TEST_CASE("a size converted to a plain integer inside a recording pins it and lo
   // At another size the stale constant 9 would be wrong (traced code gives 29 elements):
   // the pin refuses, naming the conversion.
   auto y = ff::Float32::from(std::vector<float>(30, 1.f));
-  REQUIRE_THROWS_AS(r.replay({ff::AnyArray(y)}), ff::GuardError);
+  REQUIRE_THROWS_EXACTLY(r.replay({ff::AnyArray(y)}), ff::GuardError);
   REQUIRE_THROWS_WITH(r.replay({ff::AnyArray(y)}),
                       Catch::Matchers::Contains("a size converted to a plain integer") &&
                           Catch::Matchers::Contains("29"));
@@ -214,7 +214,7 @@ TEST_CASE("a size converted to a plain integer inside a recording pins it and lo
     return std::vector<ff::AnyArray>{ff::full<ff::Float32>(1.f, n)};
   });
   CHECK_THAT(log.str(), Catch::Matchers::Contains("pinned to width(input 0) = 10"));
-  REQUIRE_THROWS_AS(r2.replay({ff::AnyArray(y)}), ff::GuardError);
+  REQUIRE_THROWS_EXACTLY(r2.replay({ff::AnyArray(y)}), ff::GuardError);
 
   // Outside a recording the same conversion is silent and records nothing.
   log.str("");

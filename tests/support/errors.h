@@ -44,8 +44,9 @@ Thrown thrown_by(F&& f) {
     f();
   } catch (const std::exception& e) {
     return {demangled(typeid(e).name()), e.what()};
-  } catch (...) {
-    return {"an exception not derived from std::exception", ""};
+  } catch (...) {  // a user's own exception type: its name from the C++ runtime
+    const std::type_info* t = abi::__cxa_current_exception_type();
+    return {t ? demangled(t->name()) : "an unknown exception", ""};
   }
   return {"nothing", ""};
 }
