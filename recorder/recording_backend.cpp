@@ -251,8 +251,8 @@ RecordingData RecordingBackend::close_scope(Scope* scope, std::span<const void* 
   try {
     scope->data.validate();
   } catch (const FormatError& e) {
-    // Not damaged input but a recording this scope cannot make (today: an output or a read
-    // that only a size-0 run leaves unwritten, issue #6): the caller's FreezeError.
+    // Not damaged input but a recording this scope cannot make (an output allocated inside
+    // and never written, say): the caller's FreezeError (docs/errors.md).
     throw FreezeError(std::string("the recording cannot be made: ") + e.what());
   }
   return std::move(scope->data);

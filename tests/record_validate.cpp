@@ -384,9 +384,8 @@ TEST_CASE("validation refuses slots used outside their lifetimes", "[record][val
 
 TEST_CASE("a recording that fails validation when its scope closes is a FreezeError",
           "[record][validate]") {
-  // Not damaged input: the recording could not be made. (Recording at size 0 is one way today,
-  // issue #6; here an output slot's data is never written because nothing in the scope writes
-  // the freshly allocated buffer.)
+  // Not damaged input: the recording could not be made (here an output is allocated inside the
+  // scope and never written).
   rec::RecordingBackend rb(create_llvm_backend(BackendOptions{}), false);
   rec::Scope* scope = rb.open_scope({});
   void* p = rb.alloc(ScalarType::Float32, 4, {});
