@@ -5,6 +5,11 @@
 // checklist in STYLE.md. A backend never sees tracer variables: only pointers, sizes,
 // kernels in the neutral IR, and size provenance (backend/ir/size_expr.h).
 //
+// Errors (docs/errors.md): a backend throws ff::BackendError when it cannot do what it was
+// asked (allocate, compile valid IR, start, run an op with these arguments) and
+// ff::FormatError for kernel IR that fails validation; the recording decorator adds
+// ff::FreezeError for work that cannot be recorded.
+//
 // Thread safety: every method may be called concurrently from several threads.
 #pragma once
 
@@ -27,6 +32,18 @@ const char* to_string(CopyKind k);
 /// Reduction operators. Persisted: never renumber.
 enum class ReduceOp : uint8_t { Sum = 0, Prod = 1, Min = 2, Max = 3, And = 4, Or = 5 };
 const char* to_string(ReduceOp op);
+
+/// Whether reduce() defines `op` over elements of `type`: Bool takes min/max/and/or (logical),
+/// integers every op, floats sum/prod/min/max.
+constexpr bool reduce_defined(ReduceOp op, ScalarType type) {
+  if (!is_valid(type) || static_cast<uint8_t>(op) > static_cast<uint8_t>(ReduceOp::Or))
+    return false;
+  if (type == ScalarType::Bool)
+    return op != ReduceOp::Sum && op != ReduceOp::Prod;
+  if (is_float(type))
+    return op != ReduceOp::And && op != ReduceOp::Or;
+  return true;
+}
 
 /// Counters for tests and benchmarks. Not recorded.
 struct BackendStats {
@@ -98,7 +115,9 @@ class Backend {
   /// Fills `count` elements of `elem_size` (1, 2, 4 or 8) bytes with the low bytes of `value`.
   virtual void fill(void* ptr, size_t count, uint32_t elem_size, uint64_t value) = 0;
 
-  /// Compiles (or finds in the cache, keyed by ir.hash) a kernel. Throws ff::BackendError.
+  /// Compiles (or finds in the cache, keyed by ir.hash) a kernel. Throws ff::FormatError for
+  /// IR that fails KernelIR::validate() (malformed input), ff::BackendError when the backend
+  /// cannot compile valid IR (or `ir` has no hash).
   virtual KernelHandle compile(const KernelIR& ir) = 0;
   /// Drops the kernel cache and bumps the generation; handles held elsewhere stay valid.
   virtual void flush_kernels() = 0;
@@ -109,7 +128,9 @@ class Backend {
   /// Resets peak_bytes to the current bytes_allocated (for measuring one stretch of work).
   virtual void reset_peak() = 0;
 
-  /// Runs `kernel` for indices [0, size). `args` follow the kernel's parameter order.
+  /// Runs `kernel` for indices [0, size). `args` follow the kernel's parameter order. Throws
+  /// ff::BackendError for a kernel of another backend or an argument count that differs from
+  /// the kernel's parameters (the backend cannot run it).
   virtual void launch(const KernelHandle& kernel, size_t size, SizeProv prov,
                       std::span<const KernelArg> args) = 0;
 

@@ -45,6 +45,7 @@ FF_DEFINE_LOGGER(backend, "ff.backend")
 FF_DEFINE_LOGGER(record, "ff.record")
 FF_DEFINE_LOGGER(replay, "ff.replay")
 FF_DEFINE_LOGGER(format, "ff.format")
+FF_DEFINE_LOGGER(assertions, "ff.assert")
 #undef FF_DEFINE_LOGGER
 
 static void touch_all() {
@@ -55,6 +56,7 @@ static void touch_all() {
   record();
   replay();
   format();
+  assertions();
 }
 
 void set_all_levels(spdlog::level::level_enum level) {

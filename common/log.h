@@ -14,6 +14,8 @@ spdlog::logger& backend();
 spdlog::logger& record();
 spdlog::logger& replay();
 spdlog::logger& format();
+/// ff.assert: failed FF_ASSERT checks (common/assert.h).
+spdlog::logger& assertions();
 
 /// Applies an FF_LOG_LEVEL-style spec ("warn", "info,ff.llvm=debug"); unknown level
 /// names are reported with a warning instead of being ignored silently.

@@ -1,5 +1,5 @@
-// Recording validation and summaries. Validation guards the replayer (and, later, the file
-// reader) against any index or expression that could make it touch memory it should not.
+// Recording validation and summaries. Validation guards the replayer (and the file reader)
+// against any index, type or expression that could make it touch memory it should not.
 #include "recorder/recording.h"
 
 #include <string>
@@ -60,206 +60,315 @@ void op_uses(const RecordingData& d, const Op& op, std::vector<SlotUse>& out) {
   }
 }
 
-void RecordingData::validate() const {
-  auto fail = [](const std::string& what) { throw FreezeError("invalid recording: " + what); };
-  auto check_slot = [&](uint32_t s, const std::string& where) {
-    if (s >= slots.size())
-      fail(where + " names slot " + std::to_string(s) + " of " + std::to_string(slots.size()));
-  };
-  auto check_expr = [&](uint32_t e, const std::string& where) {
-    if (e >= exprs.size())
+// Validation, one rule family per member, in dependency order: size expressions, kernels,
+// slots, the flat tables (inputs, outputs, launch arguments, accesses), guards, each op's own
+// fields, and finally the walk over the ops that checks slot lifetimes (nothing used outside
+// its lifetime, nothing read before it is written, access lists agree with the ops, outputs
+// written). Later families rely on the earlier ones (an op's kernel is checked before its
+// arguments are matched to the kernel's parameters). Every rule throws ff::FormatError.
+namespace {
+
+class RecordingValidator {
+ public:
+  explicit RecordingValidator(const RecordingData& d) : d_(d) {}
+
+  void run() {
+    check_exprs();
+    check_kernels();
+    check_slots();
+    check_tables();
+    check_guards();
+    for (size_t i = 0; i < d_.ops.size(); ++i)
+      check_op(i);
+    check_lifetimes();
+  }
+
+ private:
+  [[noreturn]] static void fail(const std::string& what) {
+    throw FormatError("invalid recording: " + what);
+  }
+
+  void check_slot(uint32_t s, const std::string& where) const {
+    if (s >= d_.slots.size())
+      fail(where + " names slot " + std::to_string(s) + " of " + std::to_string(d_.slots.size()));
+  }
+
+  void check_expr(uint32_t e, const std::string& where) const {
+    if (e >= d_.exprs.size())
       fail(where + " names size expression " + std::to_string(e) + " of " +
-           std::to_string(exprs.size()));
-  };
-  // Nodes an evaluation visits per expression (operands may be shared, so a chain of n nodes
-  // can unfold to 2^n): bounded, so evaluating a damaged recording cannot hang.
-  constexpr uint64_t kMaxExprTree = 1u << 16;
-  std::vector<uint64_t> tree(exprs.size(), 1);
-  for (size_t i = 0; i < exprs.size(); ++i) {
-    const ExprNode& n = exprs[i];
-    std::string where = "size expression " + std::to_string(i);
-    switch (n.op) {
-      case SizeOp::Const:
-        break;
-      case SizeOp::BufferSize:
-        check_slot(n.slot, where);
-        break;
-      case SizeOp::Add:
-      case SizeOp::Sub:
-      case SizeOp::Mul:
-      case SizeOp::Div:
-      case SizeOp::Min:
-      case SizeOp::Max:
-        // Operands precede their node: expressions are acyclic and evaluation terminates.
-        if (n.lhs >= i || n.rhs >= i)
-          fail(where + " has an operand that does not precede it");
-        tree[i] = 1 + tree[n.lhs] + tree[n.rhs];
-        if (tree[i] > kMaxExprTree)
-          fail(where + " unfolds to more than " + std::to_string(kMaxExprTree) + " nodes");
-        break;
-      default:
-        fail(where + " has an invalid operator");
-    }
-  }
-  for (size_t k = 0; k < kernels.size(); ++k)
-    if (!kernels[k])
-      fail("kernel " + std::to_string(k) + " is missing");
-  for (size_t s = 0; s < slots.size(); ++s) {
-    const Slot& sl = slots[s];
-    std::string where = "slot " + std::to_string(s);
-    if (!is_valid(sl.type))
-      fail(where + " has an invalid element type");
-    if (sl.size_expr != kNone)
-      check_expr(sl.size_expr, where);
-    switch (sl.origin) {
-      case SlotOrigin::Input:
-        if (sl.origin_index >= inputs.size())
-          fail(where + " is bound to input " + std::to_string(sl.origin_index) + " of " +
-               std::to_string(inputs.size()));
-        break;
-      case SlotOrigin::Alloc:
-        if (sl.origin_index >= ops.size() || ops[sl.origin_index].code != OpCode::Alloc ||
-            ops[sl.origin_index].dst != s)
-          fail(where + " claims an allocating op that does not allocate it");
-        break;
-      case SlotOrigin::External:
-        if (!is_capture)
-          fail(where + " is external, which only session captures may hold");
-        break;
-      default:
-        fail(where + " has an invalid origin");
-    }
-  }
-  for (size_t k = 0; k < inputs.size(); ++k) {
-    check_slot(inputs[k], "input " + std::to_string(k));
-    if (slots[inputs[k]].origin != SlotOrigin::Input)
-      fail("input " + std::to_string(k) + " is bound to a slot that is not an input");
-  }
-  for (size_t k = 0; k < outputs.size(); ++k)
-    check_slot(outputs[k].slot, "output " + std::to_string(k));
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i].is_buffer)
-      check_slot(args[i].slot, "launch argument " + std::to_string(i));
-    if (args[i].size_expr != kNone)
-      check_expr(args[i].size_expr, "launch argument " + std::to_string(i));
-  }
-  for (size_t i = 0; i < accesses.size(); ++i)
-    check_slot(accesses[i].slot, "access " + std::to_string(i));
-  for (size_t g = 0; g < guards.size(); ++g) {
-    std::string where = "guard " + std::to_string(g);
-    check_expr(guards[g].lhs, where);
-    check_expr(guards[g].rhs, where);
-    if (guards[g].after_op != kNone && guards[g].after_op >= ops.size())
-      fail(where + " is placed after op " + std::to_string(guards[g].after_op) + " of " +
-           std::to_string(ops.size()));
+           std::to_string(d_.exprs.size()));
   }
 
-  // Walk the ops: indices in range, slots live when used, nothing read before it is written.
-  enum : uint8_t { kDead = 0, kLive = 1, kWritten = 2, kReleased = 3 };
+  static std::string op_name(size_t i, const Op& op) {
+    return "op " + std::to_string(i) + " (" + to_string(op.code) + ")";
+  }
 
-  std::vector<uint8_t> state(slots.size(), kDead);
-  std::vector<SlotUse> uses;
-  for (size_t s = 0; s < slots.size(); ++s)
-    if (slots[s].origin != SlotOrigin::Alloc)
-      state[s] = kWritten;
-  for (size_t i = 0; i < ops.size(); ++i) {
-    const Op& op = ops[i];
-    std::string where = "op " + std::to_string(i) + " (" + to_string(op.code) + ")";
+  // --- size expressions: operators, slot leaves, operands before their node, bounded size --
+  void check_exprs() const {
+    // Nodes an evaluation visits per expression (operands may be shared, so a chain of n nodes
+    // can unfold to 2^n): bounded, so evaluating a damaged recording cannot hang.
+    constexpr uint64_t kMaxExprTree = 1u << 16;
+    std::vector<uint64_t> tree(d_.exprs.size(), 1);
+    for (size_t i = 0; i < d_.exprs.size(); ++i) {
+      const ExprNode& n = d_.exprs[i];
+      std::string where = "size expression " + std::to_string(i);
+      switch (n.op) {
+        case SizeOp::Const:
+          break;
+        case SizeOp::BufferSize:
+          check_slot(n.slot, where);
+          break;
+        case SizeOp::Add:
+        case SizeOp::Sub:
+        case SizeOp::Mul:
+        case SizeOp::Div:
+        case SizeOp::Min:
+        case SizeOp::Max:
+          // Operands precede their node: expressions are acyclic and evaluation terminates.
+          if (n.lhs >= i || n.rhs >= i)
+            fail(where + " has an operand that does not precede it");
+          tree[i] = 1 + tree[n.lhs] + tree[n.rhs];
+          if (tree[i] > kMaxExprTree)
+            fail(where + " unfolds to more than " + std::to_string(kMaxExprTree) + " nodes");
+          break;
+        default:
+          fail(where + " has an invalid operator");
+      }
+    }
+  }
+
+  // --- kernels: present and valid IR (what the replay plan hands the backend) --------------
+  void check_kernels() const {
+    for (size_t k = 0; k < d_.kernels.size(); ++k) {
+      if (!d_.kernels[k])
+        fail("kernel " + std::to_string(k) + " is missing");
+      try {
+        d_.kernels[k]->validate();
+      } catch (const FormatError& e) {
+        fail("kernel " + std::to_string(k) + ": " + e.what());
+      }
+    }
+  }
+
+  // --- slots: type, size expression, origin (and that the origin names this slot back) -----
+  void check_slots() const {
+    for (size_t s = 0; s < d_.slots.size(); ++s) {
+      const Slot& sl = d_.slots[s];
+      std::string where = "slot " + std::to_string(s);
+      if (!is_valid(sl.type))
+        fail(where + " has an invalid element type");
+      if (sl.size_expr != kNone)
+        check_expr(sl.size_expr, where);
+      switch (sl.origin) {
+        case SlotOrigin::Input:
+          if (sl.origin_index >= d_.inputs.size())
+            fail(where + " is bound to input " + std::to_string(sl.origin_index) + " of " +
+                 std::to_string(d_.inputs.size()));
+          if (d_.inputs[sl.origin_index] != s)
+            fail(where + " names input " + std::to_string(sl.origin_index) +
+                 ", which is bound to another slot");
+          break;
+        case SlotOrigin::Alloc:
+          if (sl.origin_index >= d_.ops.size() || d_.ops[sl.origin_index].code != OpCode::Alloc ||
+              d_.ops[sl.origin_index].dst != s)
+            fail(where + " claims an allocating op that does not allocate it");
+          break;
+        case SlotOrigin::External:
+          if (!d_.is_capture)
+            fail(where + " is external, which only session captures may hold");
+          break;
+        default:
+          fail(where + " has an invalid origin");
+      }
+    }
+  }
+
+  // --- the flat tables: inputs, outputs, launch arguments, accesses ------------------------
+  void check_tables() const {
+    for (size_t k = 0; k < d_.inputs.size(); ++k) {
+      check_slot(d_.inputs[k], "input " + std::to_string(k));
+      if (d_.slots[d_.inputs[k]].origin != SlotOrigin::Input)
+        fail("input " + std::to_string(k) + " is bound to a slot that is not an input");
+    }
+    for (size_t k = 0; k < d_.outputs.size(); ++k)
+      check_slot(d_.outputs[k].slot, "output " + std::to_string(k));
+    for (size_t i = 0; i < d_.args.size(); ++i) {
+      if (d_.args[i].is_buffer)
+        check_slot(d_.args[i].slot, "launch argument " + std::to_string(i));
+      if (d_.args[i].size_expr != kNone)
+        check_expr(d_.args[i].size_expr, "launch argument " + std::to_string(i));
+    }
+    for (size_t i = 0; i < d_.accesses.size(); ++i)
+      check_slot(d_.accesses[i].slot, "access " + std::to_string(i));
+  }
+
+  // --- guards: comparison, expressions, position -------------------------------------------
+  void check_guards() const {
+    for (size_t g = 0; g < d_.guards.size(); ++g) {
+      const Guard& gd = d_.guards[g];
+      std::string where = "guard " + std::to_string(g);
+      if (static_cast<uint8_t>(gd.cmp) > static_cast<uint8_t>(SizeCmp::Ge))
+        fail(where + " has an invalid comparison");
+      check_expr(gd.lhs, where);
+      check_expr(gd.rhs, where);
+      if (gd.after_op != kNone && gd.after_op >= d_.ops.size())
+        fail(where + " is placed after op " + std::to_string(gd.after_op) + " of " +
+             std::to_string(d_.ops.size()));
+    }
+  }
+
+  // --- one op's own fields -----------------------------------------------------------------
+  void check_op(size_t i) const {
+    const Op& op = d_.ops[i];
+    std::string where = op_name(i, op);
     if (static_cast<unsigned>(op.code) >= kNumOpCodes)
       fail(where + " has an invalid op code");
-    if (op.access_begin > op.access_end || op.access_end > accesses.size())
+    if (op.access_begin > op.access_end || op.access_end > d_.accesses.size())
       fail(where + " has an invalid access range");
-    auto need_expr = [&] { check_expr(op.size_expr, where); };
     if (op.size_expr != kNone)  // ops without a size may still carry one: it must be valid
       check_expr(op.size_expr, where);
+    bool sized = op.code != OpCode::Release && op.code != OpCode::Sync;
+    if (sized && op.size_expr == kNone)
+      fail(where + " has no size expression");
     switch (op.code) {
       case OpCode::Alloc:
         check_slot(op.dst, where);
-        need_expr();
-        if (slots[op.dst].origin != SlotOrigin::Alloc || slots[op.dst].origin_index != i)
+        if (d_.slots[op.dst].origin != SlotOrigin::Alloc || d_.slots[op.dst].origin_index != i)
           fail(where + " allocates slot " + std::to_string(op.dst) + " which names another origin");
-        state[op.dst] = kLive;
-        continue;
+        if (op.type !=
+            d_.slots[op.dst].type)  // the replay allocates op.type, outputs read slot types
+          fail(where + " allocates " + to_string(op.type) + " elements for a slot of " +
+               to_string(d_.slots[op.dst].type));
+        break;
       case OpCode::Release:
         check_slot(op.dst, where);
-        if (state[op.dst] == kDead || state[op.dst] == kReleased)
-          fail(where + " releases slot " + std::to_string(op.dst) + " which is not live");
-        state[op.dst] = kReleased;
-        continue;
+        break;
       case OpCode::Copy:
-        need_expr();
-        if (op.sub > 2)
+        if (op.sub > static_cast<uint8_t>(CopyKind::DeviceToDevice))
           fail(where + " has an invalid copy kind");
         if (static_cast<CopyKind>(op.sub) == CopyKind::HostToDevice &&
-            op.constant >= constants.size())
+            op.constant >= d_.constants.size())
           fail(where + " names a missing constant");
-        if (static_cast<CopyKind>(op.sub) == CopyKind::DeviceToHost && !is_capture)
+        if (static_cast<CopyKind>(op.sub) == CopyKind::DeviceToHost && !d_.is_capture)
           fail(where + " reads to the host, which only session captures may hold");
         break;
       case OpCode::Fill:
-        need_expr();
         if (op.elem_size != 1 && op.elem_size != 2 && op.elem_size != 4 && op.elem_size != 8)
           fail(where + " has an invalid element size " + std::to_string(op.elem_size));
         break;
-      case OpCode::Launch: {
-        need_expr();
-        if (op.kernel >= kernels.size())
-          fail(where + " names kernel " + std::to_string(op.kernel) + " of " +
-               std::to_string(kernels.size()));
-        if (op.arg_begin > op.arg_end || op.arg_end > args.size())
-          fail(where + " has an invalid argument range");
-        const KernelIR& ir = *kernels[op.kernel];
-        if (op.arg_end - op.arg_begin != ir.params.size())
-          fail(where + " passes " + std::to_string(op.arg_end - op.arg_begin) +
-               " arguments to a kernel with " + std::to_string(ir.params.size()) + " parameters");
-        for (uint32_t a = op.arg_begin; a < op.arg_end; ++a)
-          if (args[a].is_buffer != (ir.params[a - op.arg_begin].kind != ParamKind::Scalar))
-            fail(where + " argument " + std::to_string(a - op.arg_begin) +
-                 " does not match its parameter's kind");
+      case OpCode::Launch:
+        check_launch(where, op);
         break;
-      }
       case OpCode::Reduce:
-        need_expr();
-        if (op.sub > 5)
+        if (op.sub > static_cast<uint8_t>(ReduceOp::Or))
           fail(where + " has an invalid reduction");
+        if (!reduce_defined(static_cast<ReduceOp>(op.sub), op.type))
+          fail(where + " reduces " + std::string(to_string(op.type)) + " elements with reduction " +
+               std::to_string(op.sub) + ", which is not defined for them");
+        check_slot_types(where, op, op.type, op.type);
         break;
       case OpCode::PrefixSum:
+        if (!is_valid(op.type) || op.type == ScalarType::Bool)
+          fail(where + " sums elements of an invalid or bool type");
+        check_slot_types(where, op, op.type, op.type);
+        break;
       case OpCode::Compress:
-        need_expr();
+        // The count it leaves in the destination is that slot's size: uint32 indices only.
+        check_slot_types(where, op, ScalarType::Bool, ScalarType::UInt32);
         break;
       case OpCode::Sync:
         break;
     }
-    // The slots the op names (what a replay touches), in lifetime order: reads need a written
-    // slot, writes a live one. The access list (for dumps) may only repeat them.
-    op_uses(*this, op, uses);
-    for (const SlotUse& u : uses) {
-      check_slot(u.slot, where);
-      uint8_t st = state[u.slot];
-      if (st == kDead || st == kReleased)
-        fail(where + " uses slot " + std::to_string(u.slot) + " outside its lifetime");
-      if (u.read && st != kWritten && !is_capture)
-        fail(where + " reads slot " + std::to_string(u.slot) + " before anything wrote it");
-    }
-    for (const SlotUse& u : uses)
-      if (u.write)
-        state[u.slot] = kWritten;
-    for (uint32_t a = op.access_begin; a < op.access_end; ++a) {
-      const Access& acc = accesses[a];
-      bool listed = false;
+  }
+
+  void check_launch(const std::string& where, const Op& op) const {
+    if (op.kernel >= d_.kernels.size())
+      fail(where + " names kernel " + std::to_string(op.kernel) + " of " +
+           std::to_string(d_.kernels.size()));
+    if (op.arg_begin > op.arg_end || op.arg_end > d_.args.size())
+      fail(where + " has an invalid argument range");
+    const KernelIR& ir = *d_.kernels[op.kernel];
+    if (op.arg_end - op.arg_begin != ir.params.size())
+      fail(where + " passes " + std::to_string(op.arg_end - op.arg_begin) +
+           " arguments to a kernel with " + std::to_string(ir.params.size()) + " parameters");
+    for (uint32_t a = op.arg_begin; a < op.arg_end; ++a)
+      if (d_.args[a].is_buffer != (ir.params[a - op.arg_begin].kind != ParamKind::Scalar))
+        fail(where + " argument " + std::to_string(a - op.arg_begin) +
+             " does not match its parameter's kind");
+  }
+
+  /// Reduce, PrefixSum, Compress: the element types of the source and destination slots.
+  void check_slot_types(const std::string& where, const Op& op, ScalarType src,
+                        ScalarType dst) const {
+    check_slot(op.src, where);
+    check_slot(op.dst, where);
+    if (d_.slots[op.src].type != src || d_.slots[op.dst].type != dst)
+      fail(where + " reads " + to_string(d_.slots[op.src].type) + " slot " +
+           std::to_string(op.src) + " into " + to_string(d_.slots[op.dst].type) + " slot " +
+           std::to_string(op.dst) + " (needs " + to_string(src) + " into " + to_string(dst) + ")");
+  }
+
+  // --- lifetimes: walk the ops in order ----------------------------------------------------
+  void check_lifetimes() const {
+    enum : uint8_t { kDead = 0, kLive = 1, kWritten = 2, kReleased = 3 };
+
+    std::vector<uint8_t> state(d_.slots.size(), kDead);
+    for (size_t s = 0; s < d_.slots.size(); ++s)
+      if (d_.slots[s].origin != SlotOrigin::Alloc)
+        state[s] = kWritten;
+    std::vector<SlotUse> uses;
+    for (size_t i = 0; i < d_.ops.size(); ++i) {
+      const Op& op = d_.ops[i];
+      std::string where = op_name(i, op);
+      if (op.code == OpCode::Alloc) {
+        state[op.dst] = kLive;
+        continue;
+      }
+      if (op.code == OpCode::Release) {
+        if (state[op.dst] == kDead || state[op.dst] == kReleased)
+          fail(where + " releases slot " + std::to_string(op.dst) + " which is not live");
+        state[op.dst] = kReleased;
+        continue;
+      }
+      // The slots the op names (what a replay touches), in lifetime order: reads need a
+      // written slot, writes a live one. The access list (for dumps) may only repeat them.
+      op_uses(d_, op, uses);
+      for (const SlotUse& u : uses) {
+        check_slot(u.slot, where);
+        uint8_t st = state[u.slot];
+        if (st == kDead || st == kReleased)
+          fail(where + " uses slot " + std::to_string(u.slot) + " outside its lifetime");
+        if (u.read && st != kWritten && !d_.is_capture)
+          fail(where + " reads slot " + std::to_string(u.slot) + " before anything wrote it");
+      }
       for (const SlotUse& u : uses)
-        listed |= u.slot == acc.slot && (acc.write ? u.write : u.read);
-      if (!listed)
-        fail(where + " lists an access to slot " + std::to_string(acc.slot) +
-             " that the op does not make");
+        if (u.write)
+          state[u.slot] = kWritten;
+      for (uint32_t a = op.access_begin; a < op.access_end; ++a) {
+        const Access& acc = d_.accesses[a];
+        bool listed = false;
+        for (const SlotUse& u : uses)
+          listed |= u.slot == acc.slot && (acc.write ? u.write : u.read);
+        if (!listed)
+          fail(where + " lists an access to slot " + std::to_string(acc.slot) +
+               " that the op does not make");
+      }
+    }
+    for (size_t k = 0; k < d_.outputs.size(); ++k) {
+      uint8_t st = state[d_.outputs[k].slot];
+      if (st != kWritten)
+        fail("output " + std::to_string(k) + " (slot " + std::to_string(d_.outputs[k].slot) +
+             ") is " + (st == kReleased ? "released" : "never written") + " by the recording");
     }
   }
-  for (size_t k = 0; k < outputs.size(); ++k) {
-    uint8_t st = state[outputs[k].slot];
-    if (st != kWritten)
-      fail("output " + std::to_string(k) + " (slot " + std::to_string(outputs[k].slot) + ") is " +
-           (st == kReleased ? "released" : "never written") + " by the recording");
-  }
+
+  const RecordingData& d_;
+};
+
+}  // namespace
+
+void RecordingData::validate() const {
+  RecordingValidator(*this).run();
 }
 
 std::string RecordingData::summary() const {

@@ -130,7 +130,9 @@ struct RecordingData {
   std::vector<Output> outputs;
   bool is_capture = false;  // a whole-session capture (may hold host reads, externals)
 
-  /// Checks every index and expression; throws ff::FreezeError naming the problem.
+  /// Checks every index, type, expression and slot lifetime; throws ff::FormatError naming
+  /// the problem (a recording that fails is damaged, whether it came from a file or was built
+  /// by hand: docs/errors.md).
   void validate() const;
   std::string summary() const;
 };

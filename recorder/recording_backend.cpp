@@ -248,7 +248,13 @@ RecordingData RecordingBackend::close_scope(Scope* scope, std::span<const void* 
                         " is neither an input nor an array created inside the recording");
     scope->data.outputs.push_back(RecordingData::Output{live->slot});
   }
-  scope->data.validate();
+  try {
+    scope->data.validate();
+  } catch (const FormatError& e) {
+    // Not damaged input but a recording this scope cannot make (an output allocated inside
+    // and never written, say): the caller's FreezeError (docs/errors.md).
+    throw FreezeError(std::string("the recording cannot be made: ") + e.what());
+  }
   return std::move(scope->data);
 }
 
@@ -414,9 +420,9 @@ void RecordingBackend::launch(const KernelHandle& kernel, size_t size, SizeProv 
   if (!active())
     return inner_->launch(kernel, size, prov, args);
   const KernelIR& ir = kernel->ir();
-  if (args.size() != ir.params.size())
-    throw Error("launch: " + std::to_string(args.size()) + " arguments for a kernel with " +
-                std::to_string(ir.params.size()) + " parameters");
+  if (args.size() != ir.params.size())  // as the backend below would refuse it
+    throw BackendError("launch: " + std::to_string(args.size()) + " arguments for a kernel with " +
+                       std::to_string(ir.params.size()) + " parameters");
   for_each_scope([&](Scope& s) {
     if (s.capture)
       return;

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/assert.h"
 #include "freezeframe/errors.h"
 
 namespace ff::rec {
@@ -39,9 +40,10 @@ uint32_t add_expr(RecordingData& data, SizeProv prov, SlotMap& slots, uint64_t f
         break;
       }
       default: {
-        if (stack.size() < 2)
-          throw FreezeError("malformed size provenance: operator '" + std::string(to_string(n.op)) +
-                            "' lacks operands");
+        // Provenance comes from the tracer (or a replay of a validated recording), never from
+        // outside: a malformed one is a bug.
+        FF_ASSERT(stack.size() >= 2, "malformed size provenance: operator '{}' lacks operands",
+                  to_string(n.op));
         uint32_t rhs = stack.back();
         stack.pop_back();
         uint32_t lhs = stack.back();
@@ -50,9 +52,8 @@ uint32_t add_expr(RecordingData& data, SizeProv prov, SlotMap& slots, uint64_t f
       }
     }
   }
-  if (stack.size() != 1)
-    throw FreezeError("malformed size provenance: " + std::to_string(stack.size()) +
-                      " values left on the stack");
+  FF_ASSERT(stack.size() == 1, "malformed size provenance: {} values left on the stack",
+            stack.size());
   return stack.back();
 }
 
@@ -96,6 +97,8 @@ uint64_t evaluate(const RecordingData& data, uint32_t e, std::span<const uint64_
     case SizeOp::Max:
       return std::max(a, b);
     default:
+      FF_ASSERT(false, "size expression {} has operator {}: validation lets none through", e,
+                static_cast<int>(n.op));
       return 0;
   }
 }

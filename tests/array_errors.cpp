@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "support/errors.h"
 #include "support/reference.h"
 
 using namespace fft;
@@ -66,7 +67,7 @@ TEST_CASE("operands of mismatched sizes raise ff::Error naming both sizes",
   // (Catch2 v2 combined matchers hold references: combine named matchers inline)
   const auto has1234 = Contains("1234");
   const auto has5678 = Contains("5678");
-  REQUIRE_THROWS_AS(ff::eval(a + b), ff::Error);
+  REQUIRE_THROWS_EXACTLY(ff::eval(a + b), ff::Error);
   REQUIRE_THROWS_WITH(ff::eval(a + b), has1234 && has5678);
   REQUIRE_THROWS_WITH(ff::eval(b * a), has1234 && has5678);
   REQUIRE_THROWS_WITH(ff::eval(a < b), has1234 && has5678);
@@ -81,7 +82,7 @@ TEST_CASE("operands of mismatched sizes raise ff::Error naming both sizes",
   REQUIRE_THROWS_WITH(ff::eval(ff::gather<ff::Float>(b, i1234, b > 0.f)), has1234 && has5678);
   // scatter: value, index and mask sizes must agree
   ff::Float target = ff::zeros<ff::Float>(10);
-  REQUIRE_THROWS_AS(
+  REQUIRE_THROWS_EXACTLY(
       [&] {
         ff::scatter(target, b, i1234);
         ff::eval(target);
@@ -96,7 +97,7 @@ TEST_CASE("operands of mismatched sizes raise ff::Error naming both sizes",
 TEST_CASE("an empty operand with a size-N operand is a size mismatch", "[tracer][errors][size]") {
   ff::Float e;
   ff::Float a = to_array(random_vector<float>(4321, 402));
-  REQUIRE_THROWS_AS(ff::eval(e + a), ff::Error);
+  REQUIRE_THROWS_EXACTLY(ff::eval(e + a), ff::Error);
   REQUIRE_THROWS_WITH(ff::eval(a - e), Contains("4321") && Contains("0"));
 }
 
@@ -106,7 +107,7 @@ TEST_CASE("an out-of-range gather index raises ff::Error naming the index in deb
   CHECK(ff::flag(ff::Flag::Debug));
   ff::Float src = to_array(random_vector<float>(10, 403));
   ff::UInt32 bad_g = to_array(indices_with(98765));
-  REQUIRE_THROWS_AS(ff::eval(ff::gather<ff::Float>(src, bad_g)), ff::Error);
+  REQUIRE_THROWS_EXACTLY(ff::eval(ff::gather<ff::Float>(src, bad_g)), ff::Error);
   REQUIRE_THROWS_WITH(ff::eval(ff::gather<ff::Float>(src, bad_g)), Contains("98765"));
   // in-range indices still work in debug mode
   ff::UInt32 good = to_array(std::vector<uint32_t>{9, 0});
@@ -130,7 +131,7 @@ TEST_CASE("an out-of-range scatter index raises ff::Error naming the index in de
   FlagScope debug(ff::Flag::Debug, true);
   ff::UInt32 bad_s = to_array(indices_with(87654));
   ff::Float t = ff::zeros<ff::Float>(10);
-  REQUIRE_THROWS_AS(
+  REQUIRE_THROWS_EXACTLY(
       [&] {
         ff::scatter(t, 1.f, bad_s);
         ff::eval(t);
@@ -187,7 +188,8 @@ TEST_CASE("FF_DEBUG=1 in the environment at init enables the index checks",
   ff::init();
   CHECK(ff::flag(ff::Flag::Debug));
   ff::Float src = to_array(random_vector<float>(10, 404));
-  REQUIRE_THROWS_AS(ff::eval(ff::gather<ff::Float>(src, to_array(indices_with(12345)))), ff::Error);
+  REQUIRE_THROWS_EXACTLY(ff::eval(ff::gather<ff::Float>(src, to_array(indices_with(12345)))),
+                         ff::Error);
   REQUIRE_THROWS_WITH(ff::eval(ff::gather<ff::Float>(src, to_array(indices_with(12345)))),
                       Contains("12345"));
   ff::shutdown();
@@ -207,7 +209,7 @@ TEST_CASE("without debug checks out-of-range indices read 0 and drop writes",
 
 TEST_CASE("init with an unknown backend raises ff::Error listing the known ones",
           "[tracer][errors][init]") {
-  REQUIRE_THROWS_AS(ff::init("nonexistent"), ff::Error);
+  REQUIRE_THROWS_EXACTLY(ff::init("nonexistent"), ff::Error);
   REQUIRE_THROWS_WITH(ff::init("nonexistent"), Contains("llvm") && Contains("nonexistent"));
   REQUIRE_THROWS_WITH(ff::init("record:nonexistent"), Contains("llvm"));
   // a good init afterwards works
@@ -233,8 +235,8 @@ TEST_CASE("FF_BACKEND names the backend of a plain init", "[tracer][errors][init
 
 TEST_CASE("size arithmetic below zero or by zero raises ff::Error", "[tracer][errors][size]") {
   ff::Float x = to_array(random_vector<float>(7, 405));
-  REQUIRE_THROWS_AS(ff::width(x) - 8, ff::Error);
-  REQUIRE_THROWS_AS(ff::width(x) / 0, ff::Error);
+  REQUIRE_THROWS_EXACTLY(ff::width(x) - 8, ff::Error);
+  REQUIRE_THROWS_EXACTLY(ff::width(x) / 0, ff::Error);
   CHECK(static_cast<size_t>(ff::width(x) - 7) == 0);
 }
 
@@ -244,9 +246,9 @@ TEST_CASE("AnyArray as with the wrong element type raises ff::Error naming both 
   ff::AnyArray any(x);
   CHECK(any.type() == ff::ScalarType::Float32);
   CHECK(any.size() == 2);
-  REQUIRE_THROWS_AS(any.as<ff::Int32>(), ff::Error);
+  REQUIRE_THROWS_EXACTLY(any.as<ff::Int32>(), ff::Error);
   REQUIRE_THROWS_WITH(any.as<ff::Float64>(), Contains("float32") && Contains("float64"));
-  REQUIRE_THROWS_AS(ff::AnyArray().as<ff::Float>(), ff::Error);
+  REQUIRE_THROWS_EXACTLY(ff::AnyArray().as<ff::Float>(), ff::Error);
   ff::Float back = any.as<ff::Float>();  // the right type shares the variable
   check_exact("as<Float>()", back, std::vector<float>{1.f, 2.f});
 }
@@ -254,6 +256,6 @@ TEST_CASE("AnyArray as with the wrong element type raises ff::Error naming both 
 TEST_CASE("capture on a stack without the recorder raises ff::Error", "[tracer][errors][init]") {
   ff::shutdown();
   ff::init("llvm");
-  REQUIRE_THROWS_AS(ff::capture(), ff::Error);
+  REQUIRE_THROWS_EXACTLY(ff::capture(), ff::Error);
   ff::shutdown();
 }

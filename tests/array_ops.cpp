@@ -314,11 +314,16 @@ TEMPLATE_TEST_CASE("float special values: NaN comparisons min max and IEEE edge 
   check_exact("NaN-aware <=", le, n, [&](size_t i) { return xs[i] <= ys[i]; });
   check_exact("NaN-aware >", gt, n, [&](size_t i) { return xs[i] > ys[i]; });
   check_exact("NaN-aware >=", ge, n, [&](size_t i) { return xs[i] >= ys[i]; });
-  // fmin/fmax semantics: a NaN operand is ignored (both NaN -> NaN). Zero signs not checked.
+  // A NaN operand is ignored (both NaN -> NaN), as std::fmin/std::fmax do.
   check_exact("min ignores NaN like std::fmin", mn, n,
               [&](size_t i) { return std::fmin(xs[i], ys[i]); });
   check_exact("max ignores NaN like std::fmax", mx, n,
               [&](size_t i) { return std::fmax(xs[i], ys[i]); });
+  // Of two equal operands the first is the result: min(-0, +0) is -0, min(+0, -0) is +0.
+  CHECK(std::signbit(host(mn)[5]));
+  CHECK(std::signbit(host(mx)[5]));
+  CHECK_FALSE(std::signbit(scalar_of(ff::min(ff::Array<T>(T(0)), ff::Array<T>(-T(0))))));
+  CHECK(std::signbit(scalar_of(ff::min(ff::Array<T>(-T(0)), ff::Array<T>(T(0))))));
   // a scalar NaN operand on either side
   check_exact("min(x, NaN scalar) is x", ff::min(x, nan), n, [&](size_t i) { return xs[i]; });
   check_exact("max(NaN scalar, x) is x", ff::max(nan, x), n, [&](size_t i) { return xs[i]; });

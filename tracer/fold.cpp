@@ -6,6 +6,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "common/assert.h"
+
 namespace ff::detail {
 namespace {
 
@@ -76,117 +78,173 @@ To convert(From v) {
     return static_cast<To>(v);
 }
 
+/// The sign bit and the quiet bit of a float type's bit pattern.
 template <class T>
-bool fold_typed(IrOp op, const uint64_t* in, uint64_t& out) {
-  T a = from_bits<T>(in[0]);
-  T b = from_bits<T>(in[1]);
-  T c = from_bits<T>(in[2]);
-  constexpr bool is_fp = std::is_floating_point_v<T>;
-  constexpr bool is_b = std::is_same_v<T, bool>;
-  using U = std::make_unsigned_t<std::conditional_t<is_fp || is_b, int, T>>;
-  constexpr unsigned bits = is_fp || is_b ? 0 : sizeof(T) * 8;
-  switch (op) {
-    case IrOp::Neg:
-      if constexpr (is_fp)
-        out = to_bits<T>(-a);
-      else if constexpr (!is_b)
-        out = to_bits<T>(static_cast<T>(U(0) - static_cast<U>(a)));
+constexpr uint64_t kSignBit = uint64_t{1} << (sizeof(T) * 8 - 1);
+template <class T>
+constexpr uint64_t kQuietBit = uint64_t{1} << (std::numeric_limits<T>::digits - 2);
+
+/// Float arithmetic with a NaN operand gives that NaN, quieted (the first NaN of a, b, c):
+/// what the kernels give on x86, although docs/kernel-ir.md leaves the payload unspecified.
+template <class T>
+bool propagate_nan(const uint64_t* in, int n_operands, uint64_t& out) {
+  for (int k = 0; k < n_operands; ++k)
+    if (std::isnan(from_bits<T>(in[k]))) {
+      out = in[k] | kQuietBit<T>;
       return true;
-    case IrOp::Not:
-      if constexpr (is_b)
-        out = to_bits<T>(!a);
-      else if constexpr (!is_fp)
-        out = to_bits<T>(static_cast<T>(~static_cast<U>(a)));
+    }
+  return false;
+}
+
+/// Float min/max as the kernels compute them (docs/kernel-ir.md): a NaN `a` gives `b`;
+/// otherwise `b` if it is strictly less (min) or greater (max) than `a`, else `a` (so
+/// min(-0, +0) is -0 and min(+0, -0) is +0). The chosen operand's bits are kept exactly.
+template <class T>
+uint64_t float_min_max(bool max, const uint64_t* in) {
+  T a = from_bits<T>(in[0]), b = from_bits<T>(in[1]);
+  bool take_b = std::isnan(a) || (max ? b > a : b < a);
+  return take_b ? in[1] : in[0];
+}
+
+/// Float operations: bit operations for the sign, float_min_max, NaN propagation, and the
+/// host's IEEE arithmetic otherwise (the same instructions the kernels use).
+template <class T>
+bool fold_float(IrOp op, const uint64_t* in, uint64_t& out) {
+  const T a = from_bits<T>(in[0]), b = from_bits<T>(in[1]), c = from_bits<T>(in[2]);
+  switch (op) {
+    case IrOp::Neg:  // sign bit only: NaN payloads and signalling NaNs stay as they are
+      out = in[0] ^ kSignBit<T>;
       return true;
     case IrOp::Abs:
-      if constexpr (is_fp)
-        out = to_bits<T>(std::fabs(a));
-      else if constexpr (std::is_signed_v<T>)
-        out = to_bits<T>(a < 0 ? static_cast<T>(U(0) - static_cast<U>(a)) : a);
-      else
-        out = to_bits<T>(a);
-      return true;
-    case IrOp::Sqrt:
-      if constexpr (is_fp)
-        out = to_bits<T>(std::sqrt(a));
-      return true;
-    case IrOp::Floor:
-      if constexpr (is_fp)
-        out = to_bits<T>(std::floor(a));
-      return true;
-    case IrOp::Ceil:
-      if constexpr (is_fp)
-        out = to_bits<T>(std::ceil(a));
-      return true;
-    case IrOp::Add:
-      if constexpr (is_fp)
-        out = to_bits<T>(a + b);
-      else if constexpr (!is_b)
-        out = to_bits<T>(static_cast<T>(static_cast<U>(a) + static_cast<U>(b)));
-      return true;
-    case IrOp::Sub:
-      if constexpr (is_fp)
-        out = to_bits<T>(a - b);
-      else if constexpr (!is_b)
-        out = to_bits<T>(static_cast<T>(static_cast<U>(a) - static_cast<U>(b)));
-      return true;
-    case IrOp::Mul:
-      if constexpr (is_fp)
-        out = to_bits<T>(a * b);
-      else if constexpr (!is_b)
-        out = to_bits<T>(static_cast<T>(static_cast<U>(a) * static_cast<U>(b)));
-      return true;
-    case IrOp::Div:
-    case IrOp::Mod:
-      if constexpr (is_fp) {
-        if (op == IrOp::Mod)
-          return false;
-        out = to_bits<T>(a / b);
-      } else if constexpr (!is_b) {
-        T d = b == 0 ? T(1) : b;
-        if constexpr (std::is_signed_v<T>) {
-          if (d == T(-1)) {
-            out = to_bits<T>(op == IrOp::Div ? static_cast<T>(U(0) - static_cast<U>(a)) : T(0));
-            return true;
-          }
-        }
-        out = to_bits<T>(op == IrOp::Div ? static_cast<T>(a / d) : static_cast<T>(a % d));
-      }
+      out = in[0] & ~kSignBit<T>;
       return true;
     case IrOp::Min:
-      if constexpr (is_fp)
-        out = to_bits<T>(std::fmin(a, b));
-      else
-        out = to_bits<T>(b < a ? b : a);
+    case IrOp::Max:
+      out = float_min_max<T>(op == IrOp::Max, in);
+      return true;
+    case IrOp::Sqrt:
+      out = propagate_nan<T>(in, 1, out) ? out : to_bits<T>(std::sqrt(a));
+      return true;
+    case IrOp::Floor:
+      out = propagate_nan<T>(in, 1, out) ? out : to_bits<T>(std::floor(a));
+      return true;
+    case IrOp::Ceil:
+      out = propagate_nan<T>(in, 1, out) ? out : to_bits<T>(std::ceil(a));
+      return true;
+    case IrOp::Add:
+      out = propagate_nan<T>(in, 2, out) ? out : to_bits<T>(a + b);
+      return true;
+    case IrOp::Sub:
+      out = propagate_nan<T>(in, 2, out) ? out : to_bits<T>(a - b);
+      return true;
+    case IrOp::Mul:
+      out = propagate_nan<T>(in, 2, out) ? out : to_bits<T>(a * b);
+      return true;
+    case IrOp::Div:
+      out = propagate_nan<T>(in, 2, out) ? out : to_bits<T>(a / b);
+      return true;
+    case IrOp::Fma:
+      out = propagate_nan<T>(in, 3, out) ? out : to_bits<T>(std::fma(a, b, c));
+      return true;
+    default:
+      return false;
+  }
+}
+
+/// Integer operations: wrapping arithmetic in the unsigned type of the same width, division
+/// that never traps (a zero divisor counts as 1, INT_MIN / -1 wraps), shift counts modulo the
+/// width, min/max by signedness.
+template <class T>
+bool fold_integer(IrOp op, const uint64_t* in, uint64_t& out) {
+  using U = std::make_unsigned_t<T>;
+  constexpr unsigned kBits = sizeof(T) * 8;
+  const T a = from_bits<T>(in[0]), b = from_bits<T>(in[1]), c = from_bits<T>(in[2]);
+  const U ua = static_cast<U>(a), ub = static_cast<U>(b), uc = static_cast<U>(c);
+  switch (op) {
+    case IrOp::Neg:
+      out = to_bits<T>(static_cast<T>(U(0) - ua));
+      return true;
+    case IrOp::Not:
+      out = to_bits<T>(static_cast<T>(~ua));
+      return true;
+    case IrOp::Abs:
+      out = to_bits<T>(a < 0 ? static_cast<T>(U(0) - ua) : a);
+      return true;
+    case IrOp::Add:
+      out = to_bits<T>(static_cast<T>(ua + ub));
+      return true;
+    case IrOp::Sub:
+      out = to_bits<T>(static_cast<T>(ua - ub));
+      return true;
+    case IrOp::Mul:
+      out = to_bits<T>(static_cast<T>(ua * ub));
+      return true;
+    case IrOp::Fma:
+      out = to_bits<T>(static_cast<T>(ua * ub + uc));
+      return true;
+    case IrOp::Div:
+    case IrOp::Mod: {
+      // The divisor the kernels use: 1 for 0 and, for signed types, for INT_MIN / -1.
+      bool bad = b == 0;
+      if constexpr (std::is_signed_v<T>)
+        bad = bad || (a == std::numeric_limits<T>::min() && b == T(-1));
+      const T d = bad ? T(1) : b;
+      out = to_bits<T>(op == IrOp::Div ? static_cast<T>(a / d) : static_cast<T>(a % d));
+      return true;
+    }
+    case IrOp::Min:
+      out = to_bits<T>(b < a ? b : a);
       return true;
     case IrOp::Max:
-      if constexpr (is_fp)
-        out = to_bits<T>(std::fmax(a, b));
-      else
-        out = to_bits<T>(a < b ? b : a);
+      out = to_bits<T>(a < b ? b : a);
       return true;
     case IrOp::And:
-      if constexpr (!is_fp)
-        out = to_bits<T>(static_cast<T>(a & b));
+      out = to_bits<T>(static_cast<T>(ua & ub));
       return true;
     case IrOp::Or:
-      if constexpr (!is_fp)
-        out = to_bits<T>(static_cast<T>(a | b));
+      out = to_bits<T>(static_cast<T>(ua | ub));
       return true;
     case IrOp::Xor:
-      if constexpr (!is_fp)
-        out = to_bits<T>(static_cast<T>(a ^ b));
+      out = to_bits<T>(static_cast<T>(ua ^ ub));
       return true;
     case IrOp::Shl:
-      if constexpr (bits != 0)
-        out = to_bits<T>(static_cast<T>(static_cast<U>(a) << (static_cast<U>(b) & (bits - 1))));
+      out = to_bits<T>(static_cast<T>(ua << (ub & (kBits - 1))));
       return true;
-    case IrOp::Shr:
-      if constexpr (bits != 0) {
-        unsigned s = static_cast<unsigned>(static_cast<U>(b) & (bits - 1));
-        out = to_bits<T>(static_cast<T>(a >> s));  // arithmetic for signed (C++20)
-      }
+    case IrOp::Shr:  // arithmetic for signed types (C++20), logical for unsigned
+      out = to_bits<T>(static_cast<T>(a >> (ub & (kBits - 1))));
       return true;
+    default:
+      return false;
+  }
+}
+
+template <class T>
+bool fold_bool(IrOp op, const uint64_t* in, uint64_t& out) {
+  const bool a = in[0] != 0, b = in[1] != 0;
+  switch (op) {
+    case IrOp::Not:
+      out = !a;
+      return true;
+    case IrOp::And:
+      out = a && b;
+      return true;
+    case IrOp::Or:
+      out = a || b;
+      return true;
+    case IrOp::Xor:
+      out = a != b;
+      return true;
+    default:
+      return false;
+  }
+}
+
+/// Comparisons: floats ordered (false with a NaN) except !=; integers by signedness; Bool as
+/// unsigned.
+template <class T>
+bool fold_compare(IrOp op, const uint64_t* in, uint64_t& out) {
+  const T a = from_bits<T>(in[0]), b = from_bits<T>(in[1]);
+  switch (op) {
     case IrOp::Eq:
       out = a == b;
       return true;
@@ -205,15 +263,21 @@ bool fold_typed(IrOp op, const uint64_t* in, uint64_t& out) {
     case IrOp::Ge:
       out = a >= b;
       return true;
-    case IrOp::Fma:
-      if constexpr (is_fp)
-        out = to_bits<T>(std::fma(a, b, c));
-      else if constexpr (!is_b)
-        out = to_bits<T>(static_cast<T>(static_cast<U>(a) * static_cast<U>(b) + static_cast<U>(c)));
-      return true;
     default:
       return false;
   }
+}
+
+template <class T>
+bool fold_typed(IrOp op, const uint64_t* in, uint64_t& out) {
+  if (fold_compare<T>(op, in, out))
+    return true;
+  if constexpr (std::is_same_v<T, bool>)
+    return fold_bool<T>(op, in, out);
+  else if constexpr (std::is_floating_point_v<T>)
+    return fold_float<T>(op, in, out);
+  else
+    return fold_integer<T>(op, in, out);
 }
 
 }  // namespace
@@ -243,9 +307,14 @@ bool fold(IrOp op, ScalarType type, ScalarType operand_type, const uint64_t* in,
       if (type == ScalarType::Int32)
         result = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(result)));
       return true;
-    default:
-      return dispatch(operand_type,
-                      [&](auto tag) { return fold_typed<decltype(tag)>(op, in, result); });
+    default: {
+      bool folded = dispatch(operand_type,
+                             [&](auto tag) { return fold_typed<decltype(tag)>(op, in, result); });
+      // The array API only builds operations its types allow (float Mod does not exist).
+      FF_ASSERT(folded, "fold: {} is not an operation on {}", to_string(op),
+                to_string(operand_type));
+      return folded;
+    }
   }
 }
 

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "backend/ir/size_expr.h"
+#include "common/assert.h"
 #include "freezeframe/errors.h"
 
 namespace ff {
@@ -157,7 +158,7 @@ std::vector<std::byte> KernelIR::serialize() const {
   return out;
 }
 
-KernelIR KernelIR::deserialize(std::span<const std::byte> bytes) {
+KernelIR KernelIR::parse(std::span<const std::byte> bytes) {
   auto fail = [](const std::string& what) { throw FormatError("kernel IR: " + what); };
   if (bytes.size() < 16 || std::memcmp(bytes.data(), kMagic, 4) != 0)
     fail("missing 'FFIR' magic or header shorter than 16 bytes");
@@ -187,11 +188,12 @@ KernelIR KernelIR::deserialize(std::span<const std::byte> bytes) {
   ir.instrs.resize(n_instrs);
   if (n_instrs)  // data() may be null for an empty vector
     std::memcpy(ir.instrs.data(), p, n_instrs * sizeof(IrInstr));
-  try {
-    ir.validate();
-  } catch (const Error& e) {
-    fail(e.what());  // bytes from outside: a damaged kernel is a format error
-  }
+  return ir;
+}
+
+KernelIR KernelIR::deserialize(std::span<const std::byte> bytes) {
+  KernelIR ir = parse(bytes);
+  ir.validate();  // ff::FormatError too: bytes from outside
   ir.finalize();
   return ir;
 }
@@ -217,122 +219,176 @@ void KernelIR::finalize() {
   hash = hash128(bytes);
 }
 
-void KernelIR::validate() const {
-  auto fail = [&](size_t k, const std::string& what) {
-    throw Error("kernel IR instruction " + std::to_string(k) + " (" +
-                (k < instrs.size() ? ff::to_string(instrs[k].op) : "?") + "): " + what);
-  };
-  for (size_t i = 0; i < params.size(); ++i) {
-    if (static_cast<uint8_t>(params[i].kind) > 3)
-      throw Error("kernel IR parameter " + std::to_string(i) + ": invalid kind");
-    if (!is_valid(params[i].type))
-      throw Error("kernel IR parameter " + std::to_string(i) + ": invalid type");
+// Validation, one rule family per member: parameters; operand references (earlier values,
+// parameters of the right kind and type); result and operand types per opcode family; flags.
+// Every rule throws ff::FormatError naming the parameter or instruction.
+namespace {
+
+class IrValidator {
+ public:
+  explicit IrValidator(const KernelIR& ir) : ir_(ir) {}
+
+  void run() {
+    check_params();
+    for (k_ = 0; k_ < ir_.instrs.size(); ++k_) {
+      const IrInstr& in = ir_.instrs[k_];
+      if (static_cast<unsigned>(in.op) >= kNumIrOps)
+        fail("invalid opcode " + std::to_string(static_cast<unsigned>(in.op)));
+      if (!is_valid(in.type))
+        fail("invalid type");
+      check_flags(in);
+      if (leaf(in) || memory(in) || unary(in) || binary(in) || compare(in) || ternary(in))
+        continue;
+      FF_ASSERT(false, "kernel IR opcode {} has no validation rule", to_string(in.op));
+    }
   }
-  auto is_side_effect = [](IrOp op) {
-    return op == IrOp::Store || op == IrOp::Scatter || op == IrOp::ScatterAdd;
-  };
-  for (size_t k = 0; k < instrs.size(); ++k) {
-    const IrInstr& in = instrs[k];
-    if (static_cast<unsigned>(in.op) >= kNumIrOps)
-      fail(k, "invalid opcode " + std::to_string(static_cast<unsigned>(in.op)));
-    if (!is_valid(in.type))
-      fail(k, "invalid type");
-    auto value = [&](uint32_t v, const char* role) -> ScalarType {
-      if (v >= k)
-        fail(k, std::string(role) + " operand " + std::to_string(v) +
-                    " does not name an earlier instruction");
-      if (is_side_effect(instrs[v].op))
-        fail(k, std::string(role) + " operand " + std::to_string(v) + " is a side effect");
-      return instrs[v].type;
-    };
-    auto param = [&](uint32_t p, const char* role) -> const IrParam& {
-      if (p >= params.size())
-        fail(k, std::string(role) + " parameter " + std::to_string(p) + " out of range");
-      return params[p];
-    };
-    auto buffer = [&](uint32_t p, bool reads, bool writes) {
-      const IrParam& pr = param(p, "buffer");
-      bool ok = pr.kind == ParamKind::BufferInOut || (pr.kind == ParamKind::BufferIn && !writes) ||
-                (pr.kind == ParamKind::BufferOut && !reads);
-      if (!ok)
-        fail(k, std::string("parameter ") + std::to_string(p) + " is '" + ff::to_string(pr.kind) +
-                    "', unusable here");
-      if (pr.type != in.type)
-        fail(k, "buffer type " + std::string(ff::to_string(pr.type)) + " differs from " +
-                    ff::to_string(in.type));
-    };
-    auto scalar_u64 = [&](uint32_t p) {
-      const IrParam& pr = param(p, "bound");
-      if (pr.kind != ParamKind::Scalar || pr.type != ScalarType::UInt64)
-        fail(k, "bound parameter must be a uint64 scalar");
-    };
-    auto same = [&](ScalarType t, const char* role) {
-      if (t != in.type)
-        fail(k, std::string(role) + " has type " + ff::to_string(t) + ", expected " +
-                    ff::to_string(in.type));
-    };
-    auto report = [&] {
-      if (in.flags & kIrFlagReportRange) {
-        if (in.imm >= params.size())
-          fail(k, "report parameter " + std::to_string(in.imm) + " out of range");
-        const IrParam& pr = param(static_cast<uint32_t>(in.imm), "report");
-        if (pr.kind != ParamKind::BufferInOut || pr.type != ScalarType::UInt64)
-          fail(k, "range report parameter must be an inout uint64 buffer");
-      }
-    };
-    ScalarType t = in.type;
-    bool num = t != ScalarType::Bool;
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const {
+    throw FormatError("kernel IR instruction " + std::to_string(k_) + " (" +
+                      ff::to_string(ir_.instrs[k_].op) + "): " + what);
+  }
+
+  // --- parameters -------------------------------------------------------------------------
+  void check_params() const {
+    for (size_t i = 0; i < ir_.params.size(); ++i) {
+      if (static_cast<uint8_t>(ir_.params[i].kind) > static_cast<uint8_t>(ParamKind::Scalar))
+        throw FormatError("kernel IR parameter " + std::to_string(i) + ": invalid kind");
+      if (!is_valid(ir_.params[i].type))
+        throw FormatError("kernel IR parameter " + std::to_string(i) + ": invalid type");
+    }
+  }
+
+  // --- flags: only gather/scatter may report ranges, no unknown bits ----------------------
+  void check_flags(const IrInstr& in) const {
+    if (in.flags & ~uint16_t{kIrFlagReportRange})
+      fail("unknown flag bits " + std::to_string(in.flags & ~uint16_t{kIrFlagReportRange}));
+    if (!(in.flags & kIrFlagReportRange))
+      return;
+    if (in.op != IrOp::Gather && in.op != IrOp::Scatter && in.op != IrOp::ScatterAdd)
+      fail("only gather, scatter and scatter_add report ranges");
+    if (in.imm >= ir_.params.size())
+      fail("report parameter " + std::to_string(in.imm) + " out of range");
+    const IrParam& pr = ir_.params[in.imm];
+    if (pr.kind != ParamKind::BufferInOut || pr.type != ScalarType::UInt64)
+      fail("range report parameter must be an inout uint64 buffer");
+  }
+
+  // --- operand references -----------------------------------------------------------------
+  /// The type of value operand `v`: an earlier instruction that defines a value.
+  ScalarType value(uint32_t v, const char* role) const {
+    if (v >= k_)
+      fail(std::string(role) + " names value " + std::to_string(v) +
+           ", which is not an earlier instruction");
+    IrOp op = ir_.instrs[v].op;
+    if (op == IrOp::Store || op == IrOp::Scatter || op == IrOp::ScatterAdd)
+      fail(std::string(role) + " names value " + std::to_string(v) + ", a side effect");
+    return ir_.instrs[v].type;
+  }
+
+  const IrParam& param(uint32_t p, const char* role) const {
+    if (p >= ir_.params.size())
+      fail(std::string(role) + " parameter " + std::to_string(p) + " out of range");
+    return ir_.params[p];
+  }
+
+  /// A buffer parameter of the instruction's type that allows the access.
+  void buffer(uint32_t p, bool reads, bool writes) const {
+    const IrParam& pr = param(p, "buffer");
+    bool ok = pr.kind == ParamKind::BufferInOut || (pr.kind == ParamKind::BufferIn && !writes) ||
+              (pr.kind == ParamKind::BufferOut && !reads);
+    if (!ok)
+      fail("parameter " + std::to_string(p) + " is '" + ff::to_string(pr.kind) +
+           "', unusable here");
+    if (pr.type != type())
+      fail("buffer type " + std::string(ff::to_string(pr.type)) + " differs from " +
+           ff::to_string(type()));
+  }
+
+  void bound(uint32_t p) const {
+    const IrParam& pr = param(p, "bound");
+    if (pr.kind != ParamKind::Scalar || pr.type != ScalarType::UInt64)
+      fail("bound parameter must be a uint64 scalar");
+  }
+
+  /// A value operand of the instruction's own type.
+  void same(uint32_t v, const char* role) const {
+    ScalarType t = value(v, role);
+    if (t != type())
+      fail(std::string(role) + " has type " + ff::to_string(t) + ", expected " +
+           ff::to_string(type()));
+  }
+
+  void index_and_mask(uint32_t index, uint32_t mask) const {
+    if (!is_integer(value(index, "index")))
+      fail("index must be an integer");
+    if (value(mask, "mask") != ScalarType::Bool)
+      fail("mask must be bool");
+  }
+
+  ScalarType type() const { return ir_.instrs[k_].type; }
+
+  bool numeric() const { return type() != ScalarType::Bool; }
+
+  // --- opcode families (each returns whether it handled the opcode) ------------------------
+  bool leaf(const IrInstr& in) const {
     switch (in.op) {
       case IrOp::Index:
-        if (!num)
-          fail(k, "index cannot be bool");
-        break;
+        if (!numeric())
+          fail("index cannot be bool");
+        return true;
       case IrOp::Literal:
-        break;
-      case IrOp::Scalar:
-        if (param(in.a, "scalar").kind != ParamKind::Scalar || params[in.a].type != t)
-          fail(k, "must name a scalar parameter of its type");
-        break;
+        return true;
+      case IrOp::Scalar: {
+        const IrParam& pr = param(in.a, "scalar");
+        if (pr.kind != ParamKind::Scalar || pr.type != type())
+          fail("must name a scalar parameter of its type");
+        return true;
+      }
+      default:
+        return false;
+    }
+  }
+
+  bool memory(const IrInstr& in) const {
+    switch (in.op) {
       case IrOp::Load:
       case IrOp::LoadBroadcast:
         buffer(in.a, true, false);
-        break;
+        return true;
       case IrOp::Gather:
         buffer(in.a, true, false);
-        if (!is_integer(value(in.b, "index")))
-          fail(k, "index must be an integer");
-        if (value(in.c, "mask") != ScalarType::Bool)
-          fail(k, "mask must be bool");
-        scalar_u64(in.d);
-        report();
-        break;
+        index_and_mask(in.b, in.c);
+        bound(in.d);
+        return true;
       case IrOp::Store:
         buffer(in.a, false, true);
-        same(value(in.b, "value"), "value");
-        break;
+        same(in.b, "value");
+        return true;
       case IrOp::Scatter:
       case IrOp::ScatterAdd:
         buffer(in.a, true, true);
-        if (in.op == IrOp::ScatterAdd && !num)
-          fail(k, "scatter_add needs a numeric type");
-        if (!is_integer(value(in.b, "index")))
-          fail(k, "index must be an integer");
-        if (value(in.c, "mask") != ScalarType::Bool)
-          fail(k, "mask must be bool");
-        same(value(in.d, "value"), "value");
-        scalar_u64(in.e);
-        report();
-        break;
+        if (in.op == IrOp::ScatterAdd && !numeric())
+          fail("scatter_add needs a numeric type");
+        index_and_mask(in.b, in.c);
+        same(in.d, "value");
+        bound(in.e);
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  bool unary(const IrInstr& in) const {
+    switch (in.op) {
       case IrOp::Neg:
       case IrOp::Abs:
-        if (!num)
-          fail(k, "needs a numeric type");
-        same(value(in.a, "operand"), "operand");
+        if (!numeric())
+          fail("needs a numeric type");
         break;
       case IrOp::Not:
-        if (is_float(t))
-          fail(k, "needs an integer or bool type");
-        same(value(in.a, "operand"), "operand");
+        if (is_float(type()))
+          fail("needs an integer or bool type");
         break;
       case IrOp::Sqrt:
       case IrOp::Exp:
@@ -341,72 +397,103 @@ void KernelIR::validate() const {
       case IrOp::Cos:
       case IrOp::Floor:
       case IrOp::Ceil:
-        if (!is_float(t))
-          fail(k, "needs a float type");
-        same(value(in.a, "operand"), "operand");
+        if (!is_float(type()))
+          fail("needs a float type");
         break;
       case IrOp::Cast:
-        value(in.a, "operand");
-        break;
+        value(in.a, "operand");  // any type to any type
+        return true;
       case IrOp::Bitcast: {
         ScalarType from = value(in.a, "operand");
-        if (size_of(from) != size_of(t) || from == ScalarType::Bool || t == ScalarType::Bool)
-          fail(k, "bitcast needs two non-bool types of one width");
-        break;
+        if (size_of(from) != size_of(type()) || from == ScalarType::Bool ||
+            type() == ScalarType::Bool)
+          fail("bitcast needs two non-bool types of one width");
+        return true;
       }
+      default:
+        return false;
+    }
+    same(in.a, "operand");
+    return true;
+  }
+
+  bool binary(const IrInstr& in) const {
+    switch (in.op) {
       case IrOp::Add:
       case IrOp::Sub:
       case IrOp::Mul:
       case IrOp::Div:
       case IrOp::Min:
       case IrOp::Max:
-        if (!num)
-          fail(k, "needs a numeric type");
-        same(value(in.a, "lhs"), "lhs");
-        same(value(in.b, "rhs"), "rhs");
+        if (!numeric())
+          fail("needs a numeric type");
         break;
       case IrOp::Mod:
       case IrOp::Shl:
       case IrOp::Shr:
-        if (!is_integer(t))
-          fail(k, "needs an integer type");
-        same(value(in.a, "lhs"), "lhs");
-        same(value(in.b, "rhs"), "rhs");
+        if (!is_integer(type()))
+          fail("needs an integer type");
         break;
       case IrOp::And:
       case IrOp::Or:
       case IrOp::Xor:
-        if (is_float(t))
-          fail(k, "needs an integer or bool type");
-        same(value(in.a, "lhs"), "lhs");
-        same(value(in.b, "rhs"), "rhs");
+        if (is_float(type()))
+          fail("needs an integer or bool type");
         break;
+      default:
+        return false;
+    }
+    same(in.a, "lhs");
+    same(in.b, "rhs");
+    return true;
+  }
+
+  bool compare(const IrInstr& in) const {
+    switch (in.op) {
       case IrOp::Eq:
       case IrOp::Ne:
       case IrOp::Lt:
       case IrOp::Le:
       case IrOp::Gt:
       case IrOp::Ge:
-        if (t != ScalarType::Bool)
-          fail(k, "comparison result must be bool");
+        if (type() != ScalarType::Bool)
+          fail("comparison result must be bool");
         if (value(in.a, "lhs") != value(in.b, "rhs"))
-          fail(k, "operands differ in type");
-        break;
-      case IrOp::Fma:
-        if (!num)
-          fail(k, "needs a numeric type");
-        same(value(in.a, "a"), "a");
-        same(value(in.b, "b"), "b");
-        same(value(in.c, "c"), "c");
-        break;
-      case IrOp::Select:
-        if (value(in.a, "mask") != ScalarType::Bool)
-          fail(k, "mask must be bool");
-        same(value(in.b, "true value"), "true value");
-        same(value(in.c, "false value"), "false value");
-        break;
+          fail("operands differ in type");
+        return true;
+      default:
+        return false;
     }
   }
+
+  bool ternary(const IrInstr& in) const {
+    switch (in.op) {
+      case IrOp::Fma:
+        if (!numeric())
+          fail("needs a numeric type");
+        same(in.a, "a");
+        same(in.b, "b");
+        same(in.c, "c");
+        return true;
+      case IrOp::Select:
+        if (value(in.a, "mask") != ScalarType::Bool)
+          fail("mask must be bool");
+        same(in.b, "true value");
+        same(in.c, "false value");
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  const KernelIR& ir_;
+  size_t k_ = 0;
+};
+
+}  // namespace
+
+void KernelIR::validate() const {
+  IrValidator(*this).run();
 }
 
 std::string KernelIR::to_string() const {

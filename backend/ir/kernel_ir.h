@@ -118,10 +118,15 @@ struct KernelIR {
   /// Parses bytes from serialize() and validates them; throws ff::FormatError naming the
   /// problem (a malformed header or an invalid instruction alike).
   static KernelIR deserialize(std::span<const std::byte> bytes);
+  /// The first half of deserialize(): the header (magic, version, reserved field) and the
+  /// sizes it declares, without validating the instructions or computing the hash. Throws
+  /// ff::FormatError.
+  static KernelIR parse(std::span<const std::byte> bytes);
   /// Recomputes `hash` from the canonical bytes.
   void finalize();
-  /// Checks operand indices, types and parameter kinds; throws ff::Error naming the
-  /// instruction. Backends call it before compiling IR they did not build themselves.
+  /// Checks parameter kinds and types, operand indices, operand and result types per opcode,
+  /// and flags; throws ff::FormatError naming the parameter or instruction (malformed IR is
+  /// damaged input, docs/errors.md). Backends call it before compiling IR.
   void validate() const;
   /// Human-readable listing, one instruction per line.
   std::string to_string() const;

@@ -646,9 +646,18 @@ Value* KernelEmitter::emit_binary(const IrInstr& in) {
       return sgn ? b_.CreateSRem(a, d) : b_.CreateURem(a, d);
     }
     case IrOp::Min:
-      return b_.CreateBinaryIntrinsic(fp ? Intr::minnum : sgn ? Intr::smin : Intr::umin, a, x);
-    case IrOp::Max:
-      return b_.CreateBinaryIntrinsic(fp ? Intr::maxnum : sgn ? Intr::smax : Intr::umax, a, x);
+    case IrOp::Max: {
+      bool max = in.op == IrOp::Max;
+      if (!fp)
+        return b_.CreateBinaryIntrinsic(
+            max ? (sgn ? Intr::smax : Intr::umax) : (sgn ? Intr::smin : Intr::umin), a, x);
+      // Spelled out instead of llvm.minnum/maxnum, which leave the sign of a zero result and
+      // the treatment of signalling NaNs to the target: a NaN `a` gives `x`; otherwise `x` if
+      // it is strictly less (min) or greater (max) than `a`, else `a` (docs/kernel-ir.md; the
+      // tracer's constant folding computes the same). x86 selects minps/maxps plus a blend.
+      Value* take_x = max ? b_.CreateFCmpOGT(x, a) : b_.CreateFCmpOLT(x, a);
+      return b_.CreateSelect(b_.CreateFCmpUNO(a, a), x, b_.CreateSelect(take_x, x, a));
+    }
     case IrOp::And:
       return b_.CreateAnd(a, x);
     case IrOp::Or:

@@ -10,7 +10,9 @@
 
 namespace ff::fuzz {
 
-/// What became of one input (for the corpus driver's statistics).
+/// What became of one input: refused by KernelIR::parse (the header and sizes), refused by
+/// KernelIR::validate (the instructions), or accepted and compiled. Refusals must be exactly
+/// ff::FormatError; any other exception is a violation (the process aborts).
 enum class IrOutcome { Rejected, Invalid, Compiled };
 
 /// Runs one input. `compile`: also JIT-compile valid IR (slower; needs the llvm backend).

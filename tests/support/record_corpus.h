@@ -27,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "support/errors.h"
+
 namespace ffr {
 
 using Catch::Matchers::Contains;
@@ -444,10 +446,17 @@ inline void check_case(const Case& c) {
       Inputs wide = make_inputs(c.name, c.inputs, n, /*widen_one=*/true);
       std::vector<HostArray> wide_before = snapshot(wide);
       std::vector<HostArray> traced_wide = run_traced(c, make_inputs(c.name, c.inputs, n, true));
-      (void)traced_wide;  // the element-wise path works when traced
-      REQUIRE_THROWS_AS(r.replay(wide), ff::GuardError);
+      REQUIRE_THROWS_EXACTLY(r.replay(wide), ff::GuardError);
       REQUIRE_THROWS_WITH(r.replay(wide), Contains("== 1") && Contains("record this path anew"));
       require_same(snapshot(wide), wide_before, "the caller's inputs after a GuardError");
+      // What the GuardError asks for: that path recorded anew replays as the traced function.
+      ff::Recording anew;
+      {
+        Inputs rec_wide = make_inputs(c.name, c.inputs, n, true);
+        anew = ff::record(rec_wide, [&] { return c.fn(rec_wide); });
+      }
+      Inputs outs_wide = anew.replay(make_inputs(c.name, c.inputs, n, true));
+      require_same(snapshot(outs_wide), traced_wide, "the path recorded anew vs traced");
     }
   }
 

@@ -4,8 +4,9 @@
 // element. The reference follows the array semantics of API.md / DESIGN.md exactly:
 // integer arithmetic wraps, shift counts are taken modulo the bit width, float -> integer
 // casts saturate (NaN -> 0), integer -> Bool is `!= 0`, float min/max ignore NaN like
-// std::fmin/std::fmax. The helpers never invoke undefined behaviour themselves (no signed
-// overflow, no division by zero): callers keep such lanes out of the data or skip them.
+// std::fmin/std::fmax and keep the first of two equal operands (r_min). The helpers never invoke
+// undefined behaviour themselves (no signed overflow, no division by zero): callers keep such lanes
+// out of the data or skip them.
 #pragma once
 
 #include <freezeframe/freezeframe.h>
@@ -245,10 +246,13 @@ T r_abs(T a) {
     return std::fabs(a);
 }
 
+/// Float min/max as docs/kernel-ir.md defines them: a NaN `a` gives `b`; otherwise `b` if it
+/// is strictly less (min) / greater (max) than `a`, else `a`. So a NaN operand is ignored (like
+/// std::fmin, signalling NaNs included), and of two equal operands (+0 and -0) the first wins.
 template <class T>
 T r_min(T a, T b) {
   if constexpr (is_float_v<T>)
-    return std::fmin(a, b);
+    return std::isnan(a) || b < a ? b : a;
   else
     return std::min(a, b);
 }
@@ -256,7 +260,7 @@ T r_min(T a, T b) {
 template <class T>
 T r_max(T a, T b) {
   if constexpr (is_float_v<T>)
-    return std::fmax(a, b);
+    return std::isnan(a) || b > a ? b : a;
   else
     return std::max(a, b);
 }
