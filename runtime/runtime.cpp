@@ -87,6 +87,7 @@ Stats stats() {
   Stats s;
   s.compiles = b.compiles;
   s.cache_hits = b.cache_hits;
+  s.disk_cache_hits = b.disk_cache_hits;
   s.launches = b.launches;
   s.reductions = b.reductions;
   s.allocs = b.allocs;
