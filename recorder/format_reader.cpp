@@ -243,8 +243,6 @@ void Reader::header() {
     fail({"header", 8, true}, "header size " + std::to_string(h_.header_bytes) +
                                   " is not between " + std::to_string(sizeof(FileHeader)) +
                                   " and the file's " + std::to_string(file_.size()) + " bytes");
-  if (h_.flags != 0)
-    fail({"header", 12, true}, "flags are " + std::to_string(h_.flags) + ", not 0");
   if (h_.file_bytes == 0)
     fail({"header", 16, true}, "the file is incomplete (file_bytes is 0: its writer stopped)");
   if (h_.file_bytes != file_.size())
@@ -255,8 +253,6 @@ void Reader::header() {
   if (h_.checksum_algo != kChecksumXxh3_64)
     fail({"header", 36, true},
          "checksum algorithm " + std::to_string(h_.checksum_algo) + " is unknown (1 = XXH3-64)");
-  if (h_.reserved0 != 0)
-    fail({"header", 38, true}, "reserved field is " + std::to_string(h_.reserved0) + ", not 0");
   if (h_.section_entry_bytes < sizeof(SectionEntry))
     fail({"header", 28, true}, "section table entries of " +
                                    std::to_string(h_.section_entry_bytes) + " bytes, fewer than " +
@@ -265,6 +261,19 @@ void Reader::header() {
   if (table_bytes > file_.size() - h_.header_bytes)
     fail({"header", 24, true},
          std::to_string(h_.n_sections) + " section table entries do not fit in the file");
+  if (options_.verify_checksums) {
+    std::vector<std::byte> head(file_.begin(), file_.begin() + h_.header_bytes + table_bytes);
+    std::memset(head.data() + offsetof(FileHeader, header_checksum), 0, 8);
+    uint64_t sum = hash64(head);
+    if (sum != h_.header_checksum)
+      fail({"header", 40, true},
+           "header checksum mismatch: the header or section table is "
+           "damaged");
+  }
+  if (h_.flags != 0)
+    fail({"header", 12, true}, "flags are " + std::to_string(h_.flags) + ", not 0");
+  if (h_.reserved0 != 0)
+    fail({"header", 38, true}, "reserved field is " + std::to_string(h_.reserved0) + ", not 0");
   if (h_.n_recordings == 0)
     fail({"header", 32, true}, "the file holds no recording");
   if (h_.n_recordings > h_.n_sections)  // each has at least its info section
@@ -282,15 +291,6 @@ void Reader::header() {
   out_.backend = name(h_.backend, sizeof h_.backend, 48, "backend name");
   out_.library_version = name(h_.library_version, sizeof h_.library_version, 80, "library version");
   out_.file_bytes = h_.file_bytes;
-  if (options_.verify_checksums) {
-    std::vector<std::byte> head(file_.begin(), file_.begin() + h_.header_bytes + table_bytes);
-    std::memset(head.data() + offsetof(FileHeader, header_checksum), 0, 8);
-    uint64_t sum = hash64(head);
-    if (sum != h_.header_checksum)
-      fail({"header", 40, true},
-           "header checksum mismatch: the header or section table is "
-           "damaged");
-  }
 }
 
 void Reader::table() {
