@@ -53,10 +53,16 @@ void write_capture(Backend& backend) noexcept {
   }
 }
 
-/// Writes the current stack's capture, if it has one pending.
+/// Writes the current stack's capture, if it has one pending. Uses no thread-local state:
+/// at exit the calling thread's is gone.
 void write_current_capture() noexcept {
-  if (has_device())
-    write_capture(current_device()->backend());
+  {
+    std::lock_guard lock(g_capture_mutex);
+    if (g_capture_path.empty())
+      return;
+  }
+  if (std::shared_ptr<Device> device = current_device_if_any())
+    write_capture(device->backend());
 }
 
 void write_capture_at_exit() {
