@@ -315,7 +315,7 @@ TEST_CASE("format: damage is named by section, item and byte offset", "[format][
   }
 }
 
-TEST_CASE("format: a session capture saves and loads; replaying it is refused", "[format]") {
+TEST_CASE("format: a session capture saves and loads, and replaying it is refused", "[format]") {
   ffr::fresh("record:llvm");
   ff::Float x = ff::Float::from({1.f, 2.f, 3.f});
   ff::Float y = ff::sqrt(x) + 1.f;
