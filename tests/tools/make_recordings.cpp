@@ -3,6 +3,7 @@
 // The tool tests' fixture, the fuzzer's seed corpus and the golden file come from here.
 //
 //   ff_test_make_recordings DIR
+//   ff_test_make_recordings 0 --write-corpus DIR      (the same, as run_fuzzer.sh asks)
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -14,11 +15,13 @@
 #include "support/sample_recordings.h"
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
+  // "0 --write-corpus DIR" is how tests/fuzz/run_fuzzer.sh asks for a seed corpus.
+  bool corpus = argc == 4 && std::string(argv[2]) == "--write-corpus";
+  if (argc != 2 && !corpus) {
     std::fprintf(stderr, "usage: %s DIR\n", argv[0]);
     return 2;
   }
-  std::filesystem::path dir = argv[1];
+  std::filesystem::path dir = argv[corpus ? 3 : 1];
   std::filesystem::create_directories(dir);
   try {
     ff::init("llvm");
