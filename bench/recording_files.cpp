@@ -166,7 +166,7 @@ void throughput(size_t target_ops, int runs) {
     return std::vector<ff::AnyArray>{v};
   });
   const ff::rec::RecordingData& d = *r.state()->data;
-  std::vector<double> write_ms, parse_ms, save_ms, load_ms;
+  std::vector<double> write_ms, parse_ms, save_ms, read_ms, load_ms;
   std::vector<std::byte> bytes;
   fs::path file =
       fs::temp_directory_path() / ("ff-bench-rf-" + std::to_string(::getpid()) + ".ffr");
@@ -182,6 +182,9 @@ void throughput(size_t target_ops, int runs) {
     t0 = Clock::now();
     r.save(file.string());
     save_ms.push_back(ms_since(t0));
+    t0 = Clock::now();
+    std::vector<std::byte> again = ff::read_file(file.string());
+    read_ms.push_back(ms_since(t0));
     t0 = Clock::now();
     ff::Recording l = ff::Recording::load(file.string());
     load_ms.push_back(ms_since(t0));
@@ -200,6 +203,7 @@ void throughput(size_t target_ops, int runs) {
   line("serialise (format::write, in memory)", write_ms);
   line("parse + validate (format::parse)", parse_ms);
   line("Recording::save (file, fsync, rename)", save_ms);
+  line("read the file alone", read_ms);
   line("Recording::load (read, parse, validate)", load_ms);
   ff::shutdown();
 }

@@ -63,8 +63,14 @@ KernelCache::KernelCache(const LlvmTuning& tuning, bool background, const std::s
       auto start = std::chrono::steady_clock::now();
       auto jit = std::make_unique<LlvmJit>(tuning_.jit);
       // A compile already waiting for the JIT warms LLVM up itself: skip the throw-away one.
-      if (!compile_waiting_.load(std::memory_order_acquire))
-        jit->compile(warm_up_kernel(), tier);
+      // With a disk cache the warm-up kernel is usually there: linking it is enough (and
+      // leaves the codegen cost to a process that needs it).
+      if (!compile_waiting_.load(std::memory_order_acquire)) {
+        KernelIR warm = warm_up_kernel();
+        std::unique_ptr<JitCode> code = load_code(*jit, warm, tier);
+        if (!code)
+          code = compile_code(*jit, warm, tier);
+      }
       warm_jit_ = std::move(jit);
       ff::logging::llvm().debug(
           "JIT warm-up took {:.2f} ms",
