@@ -328,6 +328,32 @@ inline std::vector<HostArray> run_traced(const Case& c, Inputs in) {
   return snapshot(outs);
 }
 
+/// Saves `r` to a file and loads it back; checks the listing and recorder-dump's JSON counts.
+inline ff::Recording through_a_file(const ff::Recording& r, const std::string& name) {
+  namespace fs = std::filesystem;
+  fs::path path =
+      fs::temp_directory_path() / ("ff-corpus-" + std::to_string(::getpid()) + "-" +
+                                   std::to_string(salt_of(name, 0, 0) % 1000000007) + ".ffr");
+  r.save(path.string());
+  ff::Recording loaded = ff::Recording::load(path.string());
+  std::vector<std::byte> bytes = ff::read_file(path.string());
+  fs::remove(path);
+  CHECK(loaded.to_string() == r.to_string());
+  nlohmann::json j =
+      nlohmann::json::parse(ff::dump::json(ff::format::parse(bytes), {}).dump());  // parses
+  CHECK(j["schema"] == ff::dump::kJsonSchema);
+  REQUIRE(j["recordings"].size() == 1);
+  const nlohmann::json& counts = j["recordings"][0]["counts"];
+  CHECK(counts["ops"] == r.n_ops());
+  CHECK(counts["kernels"] == r.n_kernels());
+  CHECK(counts["inputs"] == r.n_inputs());
+  CHECK(counts["outputs"] == r.n_outputs());
+  CHECK(counts["slots"] == r.n_slots());
+  CHECK(counts["guards"] == r.n_guards());
+  CHECK(j["recordings"][0]["ops"].size() == r.n_ops());
+  return loaded;
+}
+
 /// What happened to one replay of a recording made at another size.
 struct EdgeOutcome {
   size_t replayed = 0, refused = 0;
@@ -358,6 +384,8 @@ inline EdgeOutcome check_recorded_at(const Case& c, size_t record_size,
     r = ff::record(rec_in, [&] { return c.fn(rec_in); });
   }
   INFO(r.summary());
+  // The same recording through a file replays and refuses exactly like the original.
+  ff::Recording loaded = through_a_file(r, c.name + " at " + std::to_string(record_size));
   for (size_t n : sizes) {
     INFO("replayed at size " << n);
     std::vector<HostArray> want;
@@ -372,16 +400,20 @@ inline EdgeOutcome check_recorded_at(const Case& c, size_t record_size,
     if (!traced_ok) {
       REQUIRE(n != record_size);
       REQUIRE_THROWS_AS(r.replay(ins), ff::FreezeError);  // GuardError is one
+      REQUIRE_THROWS_AS(loaded.replay(ins), ff::FreezeError);
       ++outcome.refused;
     } else if (n == record_size) {
       require_same(snapshot(r.replay(ins)), want, "replay at the recorded size vs traced");
+      require_same(snapshot(loaded.replay(ins)), want, "loaded replay at the recorded size");
       ++outcome.replayed;
     } else {
       try {
         Inputs outs = r.replay(ins);
         require_same(snapshot(outs), want, "replay vs traced");
+        require_same(snapshot(loaded.replay(ins)), want, "replay of the loaded file vs traced");
         ++outcome.replayed;
       } catch (const ff::GuardError&) {
+        REQUIRE_THROWS_AS(loaded.replay(ins), ff::GuardError);
         ++outcome.refused;  // a size decision came out differently: record this path anew
       }
     }
@@ -393,32 +425,6 @@ inline EdgeOutcome check_recorded_at(const Case& c, size_t record_size,
 /// Sizes for the edge recordings: 0, 1, 2, primes, and the main recording's size.
 inline std::vector<size_t> edge_replay_sizes() {
   return {0, 1, 2, 3, 13, 1000, 0, 1};
-}
-
-/// Saves `r` to a file and loads it back; checks the listing and recorder-dump's JSON counts.
-inline ff::Recording through_a_file(const ff::Recording& r, const std::string& name) {
-  namespace fs = std::filesystem;
-  fs::path path =
-      fs::temp_directory_path() / ("ff-corpus-" + std::to_string(::getpid()) + "-" +
-                                   std::to_string(salt_of(name, 0, 0) % 1000000007) + ".ffr");
-  r.save(path.string());
-  ff::Recording loaded = ff::Recording::load(path.string());
-  std::vector<std::byte> bytes = ff::read_file(path.string());
-  fs::remove(path);
-  CHECK(loaded.to_string() == r.to_string());
-  nlohmann::json j =
-      nlohmann::json::parse(ff::dump::json(ff::format::parse(bytes), {}).dump());  // parses
-  CHECK(j["schema"] == ff::dump::kJsonSchema);
-  REQUIRE(j["recordings"].size() == 1);
-  const nlohmann::json& counts = j["recordings"][0]["counts"];
-  CHECK(counts["ops"] == r.n_ops());
-  CHECK(counts["kernels"] == r.n_kernels());
-  CHECK(counts["inputs"] == r.n_inputs());
-  CHECK(counts["outputs"] == r.n_outputs());
-  CHECK(counts["slots"] == r.n_slots());
-  CHECK(counts["guards"] == r.n_guards());
-  CHECK(j["recordings"][0]["ops"].size() == r.n_ops());
-  return loaded;
 }
 
 inline void check_case(const Case& c) {
