@@ -193,10 +193,19 @@ class Reader {
     return e ? file_.subspan(e->offset, e->n_bytes) : Bytes{};
   }
 
-  /// Bytes [offset, offset + n) of blob `t`, or fail at `w`.
+  /// Bytes [offset, offset + n) of blob `t`, or fail at `w`. Strings may be shared (the
+  /// writer stores each once), so the bytes decoded from them are capped at a few times the
+  /// file's size.
   template <class W>
   Bytes slice(uint32_t r, SectionType t, uint64_t offset, uint64_t n, const W& w,
-              const char* what) const {
+              const char* what) {
+    if (t == SectionType::Strings) {
+      string_bytes_ += n;
+      if (n > kMaxString || string_bytes_ > 4 * file_.size() + 4096)
+        fail(w(), std::string(what) + " of " + std::to_string(n) +
+                      " bytes: strings are too long (at most " + std::to_string(kMaxString) +
+                      " bytes each, 4 times the file's size in all)");
+    }
     Bytes b = blob(r, t);
     if (offset > b.size() || n > b.size() - offset)
       fail(w(), std::string(what) + " [" + std::to_string(offset) + ", +" + std::to_string(n) +
@@ -207,8 +216,11 @@ class Reader {
 
   void locate_and_fail(uint32_t r, const std::string& message) const;
 
+  static constexpr uint64_t kMaxString = 65536;
+
   Bytes file_;
   const ParseOptions& options_;
+  uint64_t string_bytes_ = 0;
   ParseStage stage_ = ParseStage::Header;
   FileHeader h_{};
   std::vector<SectionEntry> table_;
@@ -433,9 +445,17 @@ std::shared_ptr<rec::RecordingData> Reader::recording(uint32_t r) {
   reach(ParseStage::Kernels);
   std::set<std::pair<uint64_t, uint64_t>> hashes;
   d->kernels.reserve(count(r, SectionType::Kernels));
+  // Blob references are consecutive (item k starts where item k - 1 ended), so no byte is
+  // decoded twice: a file cannot make the reader allocate more than a small multiple of itself.
+  uint64_t code_at = 0;
   each<KernelItem>(r, SectionType::Kernels, [&](uint64_t k, const KernelItem& it, auto where) {
+    if (it.code_offset != code_at)
+      fail(where(), "kernel IR starts at byte " + std::to_string(it.code_offset) +
+                        " of 'kernel_code', not at byte " + std::to_string(code_at) +
+                        " where the previous kernel ends");
     Bytes code =
         slice(r, SectionType::KernelCode, it.code_offset, it.code_bytes, where, "kernel IR");
+    code_at += it.code_bytes;
     // The IR carries its own version: a reader keeps a converter for every older IR version
     // of its major file version (docs/recording-format.md); 1 is the only one so far.
     if (code.size() >= 6) {
@@ -460,6 +480,11 @@ std::shared_ptr<rec::RecordingData> Reader::recording(uint32_t r) {
                         ir.hash.to_hex() + ")");
     d->kernels.push_back(std::make_shared<const KernelIR>(std::move(ir)));
   });
+
+  if (code_at != blob(r, SectionType::KernelCode).size())
+    fail({"section 'kernel_code' of recording " + std::to_string(r), 0, false},
+         "holds " + std::to_string(blob(r, SectionType::KernelCode).size()) +
+             " bytes, the kernels use " + std::to_string(code_at));
 
   reach(ParseStage::Tables);
   d->slots.reserve(count(r, SectionType::Slots));
@@ -550,11 +575,21 @@ std::shared_ptr<rec::RecordingData> Reader::recording(uint32_t r) {
     d->guards.push_back(std::move(g));
   });
   d->constants.reserve(count(r, SectionType::Constants));
+  uint64_t data_at = 0;
   each<ConstantItem>(r, SectionType::Constants, [&](uint64_t, const ConstantItem& it, auto where) {
+    if (it.data_offset != data_at)
+      fail(where(), "constant data starts at byte " + std::to_string(it.data_offset) +
+                        ", not at byte " + std::to_string(data_at) +
+                        " where the previous constant ends");
     Bytes data =
         slice(r, SectionType::ConstantData, it.data_offset, it.data_bytes, where, "constant data");
+    data_at += it.data_bytes;
     d->constants.emplace_back(data.begin(), data.end());
   });
+  if (data_at != blob(r, SectionType::ConstantData).size())
+    fail({"section 'constant_data' of recording " + std::to_string(r), 0, false},
+         "holds " + std::to_string(blob(r, SectionType::ConstantData).size()) +
+             " bytes, the constants use " + std::to_string(data_at));
   d->inputs.reserve(count(r, SectionType::Inputs));
   each<InputItem>(r, SectionType::Inputs,
                   [&](uint64_t, const InputItem& it, auto) { d->inputs.push_back(it.slot); });

@@ -18,6 +18,7 @@
 #include "frontend/recording_state.h"
 #include "recorder/format_reader.h"
 #include "recorder/format_writer.h"
+#include "recorder/size_eval.h"
 #include "support/record_corpus.h"
 #include "support/sample_recordings.h"
 
@@ -79,6 +80,27 @@ ffr::Inputs sample_inputs(const ff::Recording& r, size_t n) {
       in.push_back(ffr::make_array(d.slots[d.inputs[k]].type, n, 77 + k));
   }
   return in;
+}
+
+/// Whether a replay with inputs of n elements allocates at most 2^24 elements per buffer (a
+/// damaged constant can ask for terabytes: a valid request, but not one for a unit test).
+bool modest(const ff::rec::RecordingData& d, size_t n) {
+  std::vector<uint64_t> sizes(d.slots.size(), 0);
+  for (size_t s = 0; s < d.slots.size(); ++s)
+    if (d.slots[s].origin == ff::rec::SlotOrigin::Input)
+      sizes[s] = n;
+  for (const ff::rec::Op& op : d.ops) {
+    if (op.code != ff::rec::OpCode::Alloc)
+      continue;
+    try {
+      sizes[op.dst] = ff::rec::evaluate(d, op.size_expr, sizes, "alloc");
+    } catch (const ff::Error&) {
+      return true;  // the replay refuses it before allocating
+    }
+    if (sizes[op.dst] > (uint64_t{1} << 24))
+      return false;
+  }
+  return true;
 }
 
 void patch_u16(Bytes& b, size_t at, uint16_t v) {
@@ -367,6 +389,8 @@ TEST_CASE(
       // Loaded means as trustworthy as recorded: it plans and replays, or refuses cleanly.
       ff::Recording l = from_data(f.recordings[0]);
       for (size_t n : {8, 3}) {
+        if (!modest(*f.recordings[0], n))
+          continue;
         try {
           (void)l.replay(sample_inputs(l, n));
           ++replayed;
