@@ -2,7 +2,8 @@
 // recording replayed in a fresh process, FF_CAPTURE written at shutdown and at exit. The
 // driver modes spawn this program again in child modes with their own environment.
 //
-//   ff_test_processes two-fill | fresh-process | damaged-entries | trim | capture
+//   ff_test_processes two-fill | fresh-process | damaged-entries | trim | capture |
+//                     flush-while-held
 //
 // Exit status 0 when every check passed; a failed check prints what and exits 1.
 #include <freezeframe/freezeframe.h>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "backend/llvm/disk_cache.h"
+#include "backend/llvm/llvm_backend.h"
 #include "support/sample_recordings.h"
 
 extern char** environ;
@@ -263,6 +265,46 @@ int trim() {
   return g_failures ? 1 : 0;
 }
 
+// A kernel compiled again after a flush while its old code is still held: the canonical
+// symbol of the stored object is taken, so it compiles under a unique name (and both run);
+// once the old code is gone, the next compile after a flush links the stored object.
+int flush_while_held() {
+  TempDir dir;
+  ff::BackendOptions options;
+  options.n_threads = 1;
+  options.kernel_cache_dir = dir.path.string();
+  std::unique_ptr<ff::Backend> be = ff::create_llvm_backend(options);
+  ff::KernelIR ir;
+  auto F = ff::ScalarType::Float32;
+  ir.params = {{ff::ParamKind::BufferIn, F}, {ff::ParamKind::BufferOut, F}};
+  uint32_t x = ir.emit(ff::IrOp::Load, F, {0});
+  ir.emit(ff::IrOp::Store, F, {1, ir.emit(ff::IrOp::Add, F, {x, x})});
+  ir.finalize();
+  float in[4] = {1, 2, 3, 4}, out[4] = {};
+  auto run = [&](const ff::KernelHandle& k) {
+    ff::KernelArg args[2] = {ff::KernelArg::buffer(in), ff::KernelArg::buffer(out)};
+    be->launch(k, 4, {}, args);
+    return out[3] == 8.f;
+  };
+  ff::KernelHandle first = be->compile(ir);
+  be->flush_kernels();
+  ff::KernelHandle second = be->compile(ir);  // the stored object's symbol is still linked
+  EXPECT(first.get() != second.get(), "the flush kept the kernel");
+  EXPECT(run(first) && run(second), "a kernel computed the wrong result");
+  ff::BackendStats s = be->stats();
+  EXPECT(s.compiles == 2 && s.disk_cache_hits == 0, "compiles %llu, disk hits %llu",
+         static_cast<unsigned long long>(s.compiles),
+         static_cast<unsigned long long>(s.disk_cache_hits));
+  first.reset();
+  second.reset();
+  be->flush_kernels();
+  ff::KernelHandle third = be->compile(ir);
+  EXPECT(run(third), "the stored kernel computed the wrong result");
+  s = be->stats();
+  EXPECT(s.disk_cache_hits == 1, "the stored object was not linked after the old code went");
+  return g_failures ? 1 : 0;
+}
+
 int capture() {
   TempDir dir;
   for (bool shutdown : {false, true}) {
@@ -310,6 +352,8 @@ int main(int argc, char** argv) {
       return trim();
     if (a.size() == 1 && a[0] == "capture")
       return capture();
+    if (a.size() == 1 && a[0] == "flush-while-held")
+      return flush_while_held();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 1;
