@@ -2,6 +2,7 @@
 #include "common/file_io.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -56,6 +57,31 @@ std::vector<std::byte> read_file(const std::string& path) {
     done += static_cast<size_t>(n);
   }
   return bytes;
+}
+
+MappedFile::MappedFile(const std::string& path) {
+  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (f.fd < 0)
+    fail("cannot open", path, errno);
+
+  struct stat st {};
+
+  if (::fstat(f.fd, &st) != 0)
+    fail("cannot read", path, errno);
+  if (!S_ISREG(st.st_mode))
+    fail("cannot read", path, S_ISDIR(st.st_mode) ? EISDIR : EINVAL);
+  size_ = static_cast<size_t>(st.st_size);
+  if (size_ == 0)
+    return;
+  void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, f.fd, 0);
+  if (p == MAP_FAILED)
+    fail("cannot map", path, errno);
+  data_ = static_cast<const std::byte*>(p);
+}
+
+MappedFile::~MappedFile() {
+  if (data_)
+    ::munmap(const_cast<std::byte*>(data_), size_);
 }
 
 void write_file_atomic(const std::string& path, std::span<const std::byte> bytes, bool durable) {

@@ -20,10 +20,10 @@ void Recording::save(const std::string& path) const {
 }
 
 Recording Recording::load(const std::string& path, size_t index) {
-  std::vector<std::byte> bytes = read_file(path);
+  MappedFile bytes(path);
   format::ParsedFile file;
   try {
-    file = format::parse(bytes);
+    file = format::parse(bytes.bytes());
   } catch (const FormatError& e) {
     throw FormatError(path + ": " + e.what());
   }

@@ -18,9 +18,9 @@
 namespace {
 
 ff::format::ParsedFile load(const std::string& path) {
-  std::vector<std::byte> bytes = ff::read_file(path);
+  ff::MappedFile bytes(path);
   try {
-    return ff::format::parse(bytes);
+    return ff::format::parse(bytes.bytes());
   } catch (const ff::FormatError& e) {
     throw ff::FormatError(path + ": " + e.what());
   }

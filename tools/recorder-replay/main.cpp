@@ -283,8 +283,8 @@ int run(int argc, char** argv) {
 
   ff::format::ParsedFile parsed;
   try {
-    std::vector<std::byte> bytes = ff::read_file(file);
-    parsed = ff::format::parse(bytes);
+    ff::MappedFile bytes(file);
+    parsed = ff::format::parse(bytes.bytes());
   } catch (const ff::FormatError& e) {
     std::cerr << "recorder-replay: " << file << ": " << e.what() << "\n";
     return 1;
