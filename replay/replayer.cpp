@@ -215,6 +215,8 @@ std::vector<ReplayOutput> Run::execute(std::span<const ReplayInput> inputs) {
   for (size_t i = 0; i < plan_.ops.size(); ++i) {
     const PlannedOp& p = plan_.ops[i];
     const rec::Op& op = d_.ops[i];
+    if (options_.observer)
+      options_.observer->before_op(i);
     switch (p.code) {
       case OpCode::Alloc: {
         uint64_t n = eval(p.size, "alloc");
@@ -281,6 +283,8 @@ std::vector<ReplayOutput> Run::execute(std::span<const ReplayInput> inputs) {
         backend_.sync();
         break;
     }
+    if (options_.observer)
+      options_.observer->after_op(i, s_.size);
     if (p.guard_begin != p.guard_end)
       check_guards(p.guard_begin, p.guard_end);
   }

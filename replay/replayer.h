@@ -23,7 +23,17 @@ struct ReplayOutput {
   int32_t same_as = -1;  // the output is the same buffer as an earlier output
 };
 
+/// Told before and after each op of a replay (recorder-replay's per-op timings and traces).
+struct OpObserver {
+  virtual ~OpObserver() = default;
+  virtual void before_op(size_t op) = 0;
+  /// `slot_sizes`: every slot's logical size (elements) after the op.
+  virtual void after_op(size_t op, std::span<const uint64_t> slot_sizes) = 0;
+};
+
 struct ReplayOptions {
+  /// Null (the fast path): no calls.
+  OpObserver* observer = nullptr;
   /// Pass size provenance and guards down (replaying into an open recording scope, so the
   /// outer recording learns exact sizes). Off: the fast path.
   bool provenance = false;

@@ -9,6 +9,7 @@ packages=(
   llvm-16-dev libzstd-dev clang
   libspdlog-dev libxxhash-dev
   catch2 libbenchmark-dev libcli11-dev nlohmann-json3-dev
+  graphviz
 )
 # Extra packages on request, e.g. FF_EXTRA_PACKAGES=clang-format (CI's format check).
 read -r -a extra <<<"${FF_EXTRA_PACKAGES:-}"

@@ -101,6 +101,11 @@ bool has_device() {
   return g_device != nullptr;
 }
 
+std::shared_ptr<Device> current_device_if_any() {
+  std::lock_guard lock(g_mutex);
+  return g_device;
+}
+
 bool recording_open() {
   return current_device()->backend().recording_scope_open();
 }

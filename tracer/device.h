@@ -49,6 +49,9 @@ void set_default_stack_factory(StackFactory factory);
 void replace_device(const std::function<std::shared_ptr<Device>()>& build);
 /// True while a device is current.
 bool has_device();
+/// The current device or null, without creating one and without touching thread-local state
+/// (usable at process exit, after the calling thread's tracing state is gone).
+std::shared_ptr<Device> current_device_if_any();
 
 /// True while a recording scope is open on the calling thread in the current stack: the
 /// stack itself answers (Backend::recording_scope_open), so there is one owner of that fact.

@@ -131,7 +131,7 @@ std::string to_string(SizeProv prov, const std::function<std::string(const void*
 namespace {
 
 constexpr char kMagic[4] = {'F', 'F', 'I', 'R'};
-constexpr uint16_t kIrVersion = 1;
+constexpr uint16_t kIrVersion = kKernelIrVersion;
 
 }  // namespace
 

@@ -73,6 +73,10 @@ const char* to_string(IrOp op);
 
 inline constexpr uint32_t kNoOperand = 0xFFFFFFFFu;
 
+/// Version of the serialised form (bytes 4-5 of KernelIR::serialize()). Recording files and
+/// the on-disk kernel cache store it; a change to the form bumps it (docs/kernel-ir.md).
+inline constexpr uint16_t kKernelIrVersion = 1;
+
 /// Optional behaviour bits of an instruction.
 enum IrFlags : uint16_t {
   /// Gather/Scatter/ScatterAdd: report the first out-of-range index through the debug report

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/log.h"
+#include "common/version.h"
 #include "freezeframe/errors.h"
 
 namespace ff::llvm_backend {
@@ -48,8 +49,12 @@ void LlvmKernel::install_optimized(std::unique_ptr<JitCode> code) const {
   tier_.store(Tier::Optimized, std::memory_order_release);
 }
 
-KernelCache::KernelCache(const LlvmTuning& tuning, bool background)
-    : tuning_(tuning), tiered_(tuning.tiered && background), tier_up_work_(tuning.tier_up_work) {
+KernelCache::KernelCache(const LlvmTuning& tuning, bool background, const std::string& disk_dir,
+                         uint64_t disk_max_bytes)
+    : tuning_(tuning),
+      tiered_(tuning.tiered && background),
+      tier_up_work_(tuning.tier_up_work),
+      disk_(disk_dir, disk_max_bytes) {
   if (!(background && tuning.warm_up))
     return;
   Tier tier = tiered_ ? Tier::Quick : Tier::Optimized;
@@ -58,8 +63,14 @@ KernelCache::KernelCache(const LlvmTuning& tuning, bool background)
       auto start = std::chrono::steady_clock::now();
       auto jit = std::make_unique<LlvmJit>(tuning_.jit);
       // A compile already waiting for the JIT warms LLVM up itself: skip the throw-away one.
-      if (!compile_waiting_.load(std::memory_order_acquire))
-        jit->compile(warm_up_kernel(), tier);
+      // With a disk cache the warm-up kernel is usually there: linking it is enough (and
+      // leaves the codegen cost to a process that needs it).
+      if (!compile_waiting_.load(std::memory_order_acquire)) {
+        KernelIR warm = warm_up_kernel();
+        std::unique_ptr<JitCode> code = load_code(*jit, warm, tier);
+        if (!code)
+          code = compile_code(*jit, warm, tier);
+      }
       warm_jit_ = std::move(jit);
       ff::logging::llvm().debug(
           "JIT warm-up took {:.2f} ms",
@@ -131,21 +142,76 @@ KernelHandle KernelCache::compile(const KernelIR& ir) {
                        " does not match its contents (call KernelIR::finalize() after editing)");
   auto start = std::chrono::steady_clock::now();
   Tier tier = tiered_ ? Tier::Quick : Tier::Optimized;
-  auto kernel = std::make_shared<LlvmKernel>(std::make_shared<const KernelIR>(ir),
-                                             jit_locked().compile(ir, tier), tier);
+  LlvmJit& jit = jit_locked();
+  std::unique_ptr<JitCode> code;
+  bool from_disk = false;
+  if (disk_.enabled()) {
+    // Optimised code first: a kernel that was hot in an earlier process starts optimised.
+    code = load_code(jit, ir, Tier::Optimized);
+    if (code)
+      tier = Tier::Optimized;
+    else if (tier == Tier::Quick)
+      code = load_code(jit, ir, Tier::Quick);
+    from_disk = code != nullptr;
+  }
+  if (!code)
+    code = compile_code(jit, ir, tier);
+  auto kernel =
+      std::make_shared<LlvmKernel>(std::make_shared<const KernelIR>(ir), std::move(code), tier);
   {
     std::unique_lock lock(cache_mutex_);
     cache_.emplace(ir.hash, kernel);
   }
-  bump(compiles_);
+  bump(from_disk ? disk_hits_ : compiles_);
   auto& logger = ff::logging::llvm();
   if (logger.should_log(spdlog::level::debug))
-    logger.debug("compiled kernel {} ({} instructions, {} params, {} tier) in {:.2f} ms",
-                 ir.hash.to_hex(), ir.instrs.size(), ir.params.size(),
-                 tier == Tier::Quick ? "quick" : "optimized",
+    logger.debug("{} kernel {} ({} instructions, {} params, {} tier) in {:.2f} ms",
+                 from_disk ? "loaded from the disk cache" : "compiled", ir.hash.to_hex(),
+                 ir.instrs.size(), ir.params.size(), tier == Tier::Quick ? "quick" : "optimized",
                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                      .count());
   return kernel;
+}
+
+Hash128 KernelCache::disk_key(LlvmJit& jit, const KernelIR& ir, Tier tier) {
+  std::call_once(fingerprint_once_, [&] { fingerprint_ = jit.codegen_fingerprint(); });
+  // Everything that decides the machine code besides the IR: the library (codegen changes
+  // between releases), the IR format, LLVM, the target and options, the tier.
+  std::string key = std::string("freezeframe ") + library_version() + "\nir-version " +
+                    std::to_string(kKernelIrVersion) + "\nir " + ir.hash.to_hex() + "\ntier " +
+                    (tier == Tier::Quick ? "quick" : "optimized") + "\n" + fingerprint_;
+  return hash128(std::span(reinterpret_cast<const std::byte*>(key.data()), key.size()));
+}
+
+std::unique_ptr<JitCode> KernelCache::load_code(LlvmJit& jit, const KernelIR& ir, Tier tier) {
+  std::string symbol = LlvmJit::canonical_symbol(ir, tier);
+  if (jit.is_linked(symbol))
+    return nullptr;
+  Hash128 key = disk_key(jit, ir, tier);
+  std::optional<std::string> object = disk_.load(key);
+  if (!object)
+    return nullptr;
+  try {
+    return jit.link(*object, symbol);
+  } catch (const BackendError& e) {  // checksummed but unusable: compile and replace it
+    ff::logging::llvm().debug("disk cache: entry for kernel {} does not link ({}); recompiling",
+                              ir.hash.to_hex(), e.what());
+    return nullptr;
+  }
+}
+
+std::unique_ptr<JitCode> KernelCache::compile_code(LlvmJit& jit, const KernelIR& ir, Tier tier) {
+  if (!disk_.enabled())
+    return jit.compile(ir, tier);
+  std::string symbol = LlvmJit::canonical_symbol(ir, tier);
+  if (jit.is_linked(symbol))  // compiled again after a flush, old code still held
+    return jit.compile(ir, tier);
+  std::string object = jit.emit_object(ir, tier, symbol);
+  std::unique_ptr<JitCode> code = jit.link(object, symbol);
+  if (!code)  // another thread linked it meanwhile (the tier-up thread)
+    return jit.compile(ir, tier);
+  disk_.store(disk_key(jit, ir, tier), object);
+  return code;
 }
 
 void KernelCache::flush() {
@@ -192,7 +258,8 @@ void KernelCache::tier_up_main() {
       continue;  // dropped meanwhile
     try {
       auto start = std::chrono::steady_clock::now();
-      kernel->install_optimized(jit().compile(kernel->ir(), Tier::Optimized));
+      LlvmJit& j = jit();
+      kernel->install_optimized(compile_code(j, kernel->ir(), Tier::Optimized));
       ff::logging::llvm().debug(
           "re-compiled hot kernel {} optimized in {:.2f} ms", kernel->hash().to_hex(),
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)

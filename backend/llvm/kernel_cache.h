@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "backend/backend.h"
+#include "backend/llvm/disk_cache.h"
 #include "backend/llvm/llvm_jit.h"
 #include "backend/llvm/llvm_tuning.h"
 
@@ -58,7 +59,9 @@ class LlvmKernel final : public CompiledKernel {
 class KernelCache {
  public:
   /// `background` allows the warm-up and tier-up threads (false: optimised code only).
-  KernelCache(const LlvmTuning& tuning, bool background);
+  /// `disk_dir`: the on-disk cache behind this one (empty: none), capped at `disk_max_bytes`.
+  KernelCache(const LlvmTuning& tuning, bool background, const std::string& disk_dir = {},
+              uint64_t disk_max_bytes = 0);
   /// Stops the background threads (waiting for a compile in progress).
   ~KernelCache();
   KernelCache(const KernelCache&) = delete;
@@ -82,6 +85,8 @@ class KernelCache {
 
   uint64_t cache_hits() const { return cache_hits_.load(std::memory_order_relaxed); }
 
+  uint64_t disk_hits() const { return disk_hits_.load(std::memory_order_relaxed); }
+
   uint64_t generation() const { return generation_.load(std::memory_order_relaxed); }
 
  private:
@@ -89,6 +94,11 @@ class KernelCache {
   /// Needs compile_mutex_: waits for the warm-up thread, if any, and adopts its JIT.
   void join_warm_up_locked();
   LlvmJit& jit();
+  /// Machine code for `ir` at `tier`: compiled, and stored in the disk cache when it has one.
+  std::unique_ptr<JitCode> compile_code(LlvmJit& jit, const KernelIR& ir, Tier tier);
+  /// Code for `ir` at `tier` from the disk cache, linked; null when it has none.
+  std::unique_ptr<JitCode> load_code(LlvmJit& jit, const KernelIR& ir, Tier tier);
+  Hash128 disk_key(LlvmJit& jit, const KernelIR& ir, Tier tier);
   void request_tier_up(const KernelHandle& handle);
   void tier_up_main();
 
@@ -98,7 +108,10 @@ class KernelCache {
 
   mutable std::shared_mutex cache_mutex_;
   std::unordered_map<Hash128, KernelHandle> cache_;
-  std::atomic<uint64_t> compiles_{0}, cache_hits_{0}, generation_{0};
+  std::atomic<uint64_t> compiles_{0}, cache_hits_{0}, disk_hits_{0}, generation_{0};
+  DiskCache disk_;
+  std::string fingerprint_;  // LlvmJit::codegen_fingerprint(), once the JIT exists
+  std::once_flag fingerprint_once_;
 
   std::mutex compile_mutex_;  // one first-tier compile at a time; guards jit_ and warm_up_
   std::unique_ptr<LlvmJit> jit_;

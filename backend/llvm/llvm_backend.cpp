@@ -39,7 +39,9 @@ class LlvmBackend final : public Backend {
  public:
   LlvmBackend(const BackendOptions& options, const LlvmTuning& tuning)
       : pool_(options.n_threads),
-        kernels_(tuning, pool_.n_threads() > 1),
+        kernels_(tuning, pool_.n_threads() > 1,
+                 options.kernel_cache_dir.empty() ? "" : options.kernel_cache_dir + "/llvm",
+                 options.kernel_cache_max_bytes),
         parallel_min_elems_(std::max<size_t>(tuning.parallel_min_elems, 1)) {
     ff::logging::llvm().info("llvm backend: {} threads", pool_.n_threads());
   }
@@ -136,6 +138,7 @@ BackendStats LlvmBackend::stats() const {
   auto get = [](const std::atomic<uint64_t>& c) { return c.load(std::memory_order_relaxed); };
   s.compiles = kernels_.compiles();
   s.cache_hits = kernels_.cache_hits();
+  s.disk_cache_hits = kernels_.disk_hits();
   s.launches = get(launches_);
   s.reductions = get(reductions_);
   s.allocs = get(allocs_);

@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <unordered_set>
 
 #include "backend/llvm/llvm_passes.h"
 #include "common/log.h"
@@ -86,11 +87,14 @@ struct LlvmJit::Impl {
   std::unique_ptr<llvm::orc::LLJIT> jit;  // after codegen: destroyed first (it points at one)
   std::unique_ptr<llvm::orc::JITTargetMachineBuilder> jtmb;  // for creating the second tier
   std::atomic<uint64_t> n_kernels{0};                        // makes symbol names unique
+  mutable std::mutex symbols_mutex;
+  std::unordered_set<std::string> symbols;  // linked now (two definitions would clash)
 };
 
 struct JitCode::Resources {
   std::shared_ptr<LlvmJit::Impl> jit;
   llvm::orc::ResourceTrackerSP tracker;
+  std::string symbol;
 };
 
 JitCode::~JitCode() {
@@ -100,6 +104,8 @@ JitCode::~JitCode() {
   if (auto err = res_->tracker->remove())
     ff::logging::llvm().error("freeing kernel code failed: {}", llvm::toString(std::move(err)));
   res_->tracker.reset();
+  std::lock_guard lock(res_->jit->symbols_mutex);
+  res_->jit->symbols.erase(res_->symbol);
 }
 
 LlvmJit::LlvmJit(const JitOptions& options) : impl_(std::make_shared<Impl>()) {
@@ -168,42 +174,88 @@ const CodegenTarget& LlvmJit::target() const {
   return impl_->target;
 }
 
-std::unique_ptr<JitCode> LlvmJit::compile(const KernelIR& ir, Tier tier) {
+std::string LlvmJit::canonical_symbol(const KernelIR& ir, Tier tier) {
+  return "ffk_" + ir.hash.to_hex() + (tier == Tier::Quick ? "_q" : "_o");
+}
+
+std::string LlvmJit::emit_object(const KernelIR& ir, Tier tier, const std::string& symbol) {
   Impl& im = *impl_;
-  std::string name = "ffk_" + ir.hash.to_hex() + "_" + std::to_string(im.n_kernels++);
-  std::unique_ptr<llvm::MemoryBuffer> object;
-  {
-    Impl::Codegen& cg = im.codegen[static_cast<int>(tier)];
-    std::lock_guard lock(cg.mutex);
-    if (!cg.tm) {
-      llvm::orc::JITTargetMachineBuilder jtmb = *im.jtmb;
-      jtmb.setCodeGenOptLevel(codegen_level(im.options.optimized_level));
-      cg.tm = take(jtmb.createTargetMachine(), "creating a target machine");
-    }
-    llvm::LLVMContext ctx;
-    std::string error;
-    ctx.setDiagnosticHandlerCallBack(on_diagnostic, &error);
-    auto module = emit_kernel(ir, name, im.target, im.options.loop_style, ctx);
-    if (!im.options.passes.empty())
-      run_passes(*module, *cg.tm, im.options.passes);
-    llvm::orc::SimpleCompiler compiler(*cg.tm);
-    object = take(compiler(*module), "generating code for kernel " + name);
-    if (!error.empty())
-      throw BackendError("llvm backend: generating code for kernel " + name + ": " + error);
+  Impl::Codegen& cg = im.codegen[static_cast<int>(tier)];
+  std::lock_guard lock(cg.mutex);
+  if (!cg.tm) {
+    llvm::orc::JITTargetMachineBuilder jtmb = *im.jtmb;
+    jtmb.setCodeGenOptLevel(codegen_level(im.options.optimized_level));
+    cg.tm = take(jtmb.createTargetMachine(), "creating a target machine");
   }
+  llvm::LLVMContext ctx;
+  std::string error;
+  ctx.setDiagnosticHandlerCallBack(on_diagnostic, &error);
+  auto module = emit_kernel(ir, symbol, im.target, im.options.loop_style, ctx);
+  if (!im.options.passes.empty())
+    run_passes(*module, *cg.tm, im.options.passes);
+  llvm::orc::SimpleCompiler compiler(*cg.tm);
+  std::unique_ptr<llvm::MemoryBuffer> object =
+      take(compiler(*module), "generating code for kernel " + symbol);
+  if (!error.empty())
+    throw BackendError("llvm backend: generating code for kernel " + symbol + ": " + error);
+  return std::string(object->getBufferStart(), object->getBufferSize());
+}
+
+bool LlvmJit::is_linked(const std::string& symbol) const {
+  std::lock_guard lock(impl_->symbols_mutex);
+  return impl_->symbols.count(symbol) != 0;
+}
+
+std::unique_ptr<JitCode> LlvmJit::link(std::string_view object, const std::string& symbol) {
+  Impl& im = *impl_;
+  {
+    std::lock_guard lock(im.symbols_mutex);
+    if (!im.symbols.insert(symbol).second)
+      return nullptr;
+  }
+  auto unreserve = [&] {
+    std::lock_guard lock(im.symbols_mutex);
+    im.symbols.erase(symbol);
+  };
   llvm::orc::ResourceTrackerSP tracker = im.jit->getMainJITDylib().createResourceTracker();
-  if (auto err = im.jit->addObjectFile(tracker, std::move(object)))
-    fail("adding kernel " + name, std::move(err));
-  auto addr = im.jit->lookup(name);
+  auto buffer =
+      llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(object.data(), object.size()), symbol);
+  if (auto err = im.jit->addObjectFile(tracker, std::move(buffer))) {
+    unreserve();
+    fail("adding kernel " + symbol, std::move(err));
+  }
+  auto addr = im.jit->lookup(symbol);
   if (!addr) {
     llvm::Error err = addr.takeError();
     llvm::consumeError(tracker->remove());
-    fail("linking kernel " + name, std::move(err));
+    unreserve();
+    fail("linking kernel " + symbol, std::move(err));
   }
   std::unique_ptr<JitCode> code(new JitCode);
   code->entry_ = addr->toPtr<KernelFn>();
-  code->res_ = std::make_unique<JitCode::Resources>(JitCode::Resources{impl_, std::move(tracker)});
+  code->res_ =
+      std::make_unique<JitCode::Resources>(JitCode::Resources{impl_, std::move(tracker), symbol});
   return code;
+}
+
+std::unique_ptr<JitCode> LlvmJit::compile(const KernelIR& ir, Tier tier) {
+  std::string name = "ffk_" + ir.hash.to_hex() + "_" + std::to_string(impl_->n_kernels++);
+  std::unique_ptr<JitCode> code = link(emit_object(ir, tier, name), name);
+  if (!code)  // unique names never clash
+    throw BackendError("llvm backend: kernel symbol " + name + " is already linked");
+  return code;
+}
+
+std::string LlvmJit::codegen_fingerprint() const {
+  const Impl& im = *impl_;
+  const CodegenTarget& t = im.target;
+  return std::string("llvm ") + LLVM_VERSION_STRING + "\ntriple " + t.triple + "\ncpu " + t.cpu +
+         "\nfeatures " + t.features + "\nlayout " + t.data_layout + "\nlanes " +
+         std::to_string(t.lanes) + "\nvector-math " +
+         (t.vector_math_isa ? std::string(1, t.vector_math_isa) : std::string("none")) + " " +
+         std::to_string(t.vector_math_bits) + "\nloop-style " +
+         std::to_string(static_cast<int>(im.options.loop_style)) + "\noptimized-level " +
+         std::to_string(im.options.optimized_level) + "\npasses " + im.options.passes + "\n";
 }
 
 std::string LlvmJit::emit_llvm_ir(const KernelIR& ir) {

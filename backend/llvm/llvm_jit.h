@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "backend/ir/kernel_ir.h"
 #include "backend/llvm/llvm_codegen.h"
@@ -64,8 +65,28 @@ class LlvmJit {
   LlvmJit(const LlvmJit&) = delete;
   LlvmJit& operator=(const LlvmJit&) = delete;
 
-  /// Compiles `ir` (already validated) into fresh machine code. Throws ff::BackendError.
+  /// Compiles `ir` (already validated) into fresh machine code under a symbol name unique to
+  /// this JIT. Throws ff::BackendError.
   std::unique_ptr<JitCode> compile(const KernelIR& ir, Tier tier = Tier::Optimized);
+
+  /// The symbol a kernel's object code defines when it may be stored in the on-disk cache:
+  /// the same in every process ("ffk_<hash>_q" / "_o"), so a stored object links as it is.
+  static std::string canonical_symbol(const KernelIR& ir, Tier tier);
+  /// Relocatable object code (ELF) for `ir` (already validated) defining `symbol`, not linked.
+  /// Throws ff::BackendError.
+  std::string emit_object(const KernelIR& ir, Tier tier, const std::string& symbol);
+  /// Links object code from emit_object (this process's, or another's from the disk cache)
+  /// and returns its entry point. Returns null if `symbol` is linked in this JIT already (a
+  /// kernel compiled again after a flush while its old code is still held): the caller then
+  /// compiles under a unique name. Throws ff::BackendError for unusable object code.
+  std::unique_ptr<JitCode> link(std::string_view object, const std::string& symbol);
+  /// Whether `symbol` is linked in this JIT now.
+  bool is_linked(const std::string& symbol) const;
+
+  /// Everything besides the IR that decides the machine code: LLVM version, target triple,
+  /// CPU, features, data layout, vector width, vector-math library and the codegen options.
+  /// Part of the on-disk cache key.
+  std::string codegen_fingerprint() const;
 
   /// Generated LLVM IR of `ir` as text (for tests, debugging and docs).
   std::string emit_llvm_ir(const KernelIR& ir);

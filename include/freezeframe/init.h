@@ -38,11 +38,13 @@ void set_log_level(LogLevel level);
 
 /// Counters of the current backend stack (cumulative; take differences).
 struct Stats {
-  uint64_t compiles = 0;         // kernels compiled (cache misses)
-  uint64_t cache_hits = 0;       // kernels found in the kernel cache
-  uint64_t launches = 0;         // kernel launches
-  uint64_t reductions = 0;       // reduce, prefix_sum and compress operations
-  uint64_t allocs = 0;           // buffer allocations
+  uint64_t compiles = 0;    // kernels compiled (cache misses)
+  uint64_t cache_hits = 0;  // kernels found in the kernel cache
+  uint64_t disk_cache_hits =
+      0;                    // kernels loaded from the on-disk cache (FF_CACHE_DIR), not compiled
+  uint64_t launches = 0;    // kernel launches
+  uint64_t reductions = 0;  // reduce, prefix_sum and compress operations
+  uint64_t allocs = 0;      // buffer allocations
   uint64_t bytes_allocated = 0;  // bytes in live buffers now
   uint64_t peak_bytes = 0;       // high-water mark since start or reset_peak_memory()
   uint64_t copies = 0;           // copies between host and device or device buffers

@@ -88,6 +88,20 @@ class Recording {
   std::string summary() const;
   /// A listing of every slot, op, guard and kernel (for debugging).
   std::string to_string() const;
+  /// True for a whole-session capture (ff::capture, FF_CAPTURE): inspect only, replay refuses.
+  bool is_capture() const;
+
+  /// Writes the recording to `path` in the recording file format (docs/recording-format.md):
+  /// its kernels as neutral IR, so any process can replay it. The file appears atomically
+  /// (temporary file + rename). Throws ff::Error if it cannot be written.
+  void save(const std::string& path) const;
+  /// Reads a file written by save(), or recording `index` of a file that holds several.
+  /// Loading is a validation: every index, count, size, type and kernel is checked, so a
+  /// loaded recording is as safe to replay as a recorded one. Kernels are compiled on the
+  /// first replay (or found in the kernel caches). Throws ff::FormatError (naming the
+  /// section, item and byte offset) for a damaged or incompatible file, ff::Error if it
+  /// cannot be read.
+  static Recording load(const std::string& path, size_t index = 0);
 
   /// Re-issues the recorded work with new inputs (any sizes the recorded size expressions
   /// and guards allow) and returns the outputs. Compiles kernels only the first time (or

@@ -13,21 +13,29 @@
 //      copy-on-write in the replayer);
 //   5. entries that broadcast a size-1 input ("one" inputs) are also replayed with that input
 //      widened to size n > 1: the traced code then takes the element-wise path instead of the
-//      broadcast one, so the recording must refuse with ff::GuardError (and nothing else).
+//      broadcast one, so the recording must refuse with ff::GuardError (and nothing else);
+//   6. the recording saved to a file and loaded back (through_a_file) lists the same, its
+//      recorder-dump JSON parses with counts equal to the API's, and it replays at every size
+//      with the same results as the original.
 #pragma once
 
 #include <freezeframe/freezeframe.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "common/file_io.h"
+#include "recorder/format_reader.h"
 #include "support/errors.h"
+#include "tools/recorder-dump/dump.h"
 
 namespace ffr {
 
@@ -321,6 +329,32 @@ inline std::vector<HostArray> run_traced(const Case& c, Inputs in) {
   return snapshot(outs);
 }
 
+/// Saves `r` to a file and loads it back; checks the listing and recorder-dump's JSON counts.
+inline ff::Recording through_a_file(const ff::Recording& r, const std::string& name) {
+  namespace fs = std::filesystem;
+  fs::path path =
+      fs::temp_directory_path() / ("ff-corpus-" + std::to_string(::getpid()) + "-" +
+                                   std::to_string(salt_of(name, 0, 0) % 1000000007) + ".ffr");
+  r.save(path.string());
+  ff::Recording loaded = ff::Recording::load(path.string());
+  std::vector<std::byte> bytes = ff::read_file(path.string());
+  fs::remove(path);
+  CHECK(loaded.to_string() == r.to_string());
+  nlohmann::json j =
+      nlohmann::json::parse(ff::dump::json(ff::format::parse(bytes), {}).dump());  // parses
+  CHECK(j["schema"] == ff::dump::kJsonSchema);
+  REQUIRE(j["recordings"].size() == 1);
+  const nlohmann::json& counts = j["recordings"][0]["counts"];
+  CHECK(counts["ops"] == r.n_ops());
+  CHECK(counts["kernels"] == r.n_kernels());
+  CHECK(counts["inputs"] == r.n_inputs());
+  CHECK(counts["outputs"] == r.n_outputs());
+  CHECK(counts["slots"] == r.n_slots());
+  CHECK(counts["guards"] == r.n_guards());
+  CHECK(j["recordings"][0]["ops"].size() == r.n_ops());
+  return loaded;
+}
+
 /// What happened to one replay of a recording made at another size.
 struct EdgeOutcome {
   size_t replayed = 0, refused = 0;
@@ -351,6 +385,8 @@ inline EdgeOutcome check_recorded_at(const Case& c, size_t record_size,
     r = ff::record(rec_in, [&] { return c.fn(rec_in); });
   }
   INFO(r.summary());
+  // The same recording through a file replays and refuses exactly like the original.
+  ff::Recording loaded = through_a_file(r, c.name + " at " + std::to_string(record_size));
   for (size_t n : sizes) {
     INFO("replayed at size " << n);
     std::vector<HostArray> want;
@@ -365,16 +401,20 @@ inline EdgeOutcome check_recorded_at(const Case& c, size_t record_size,
     if (!traced_ok) {
       REQUIRE(n != record_size);
       REQUIRE_THROWS_AS(r.replay(ins), ff::FreezeError);  // GuardError is one
+      REQUIRE_THROWS_AS(loaded.replay(ins), ff::FreezeError);
       ++outcome.refused;
     } else if (n == record_size) {
       require_same(snapshot(r.replay(ins)), want, "replay at the recorded size vs traced");
+      require_same(snapshot(loaded.replay(ins)), want, "loaded replay at the recorded size");
       ++outcome.replayed;
     } else {
       try {
         Inputs outs = r.replay(ins);
         require_same(snapshot(outs), want, "replay vs traced");
+        require_same(snapshot(loaded.replay(ins)), want, "replay of the loaded file vs traced");
         ++outcome.replayed;
       } catch (const ff::GuardError&) {
+        REQUIRE_THROWS_AS(loaded.replay(ins), ff::GuardError);
         ++outcome.refused;  // a size decision came out differently: record this path anew
       }
     }
@@ -403,6 +443,7 @@ inline void check_case(const Case& c) {
   }
   INFO(r.summary());
   REQUIRE(r.n_inputs() == c.inputs.size());
+  ff::Recording loaded = through_a_file(r, c.name);
 
   bool first = true;
   for (size_t n : replay_sizes()) {
@@ -439,6 +480,8 @@ inline void check_case(const Case& c) {
     REQUIRE(outs.size() == r.n_outputs());
     require_same(snapshot(outs), want, "replay vs traced");
     require_same(snapshot(ins), ins_before, "the caller's inputs after the replay");
+    require_same(snapshot(loaded.replay(ins)), want, "replay of the loaded file vs traced");
+    require_same(snapshot(ins), ins_before, "the caller's inputs after the loaded replay");
 
     if (has_one && n > 1) {
       // The traced code takes another path here: with the size-1 input widened to n nothing

@@ -1,0 +1,54 @@
+// Small recordings that together use every op kind, guards, constants, aliasing and a
+// capture: the tool tests' files, the damaged-file tests' seeds and the fuzzer's corpus.
+#pragma once
+
+#include <freezeframe/freezeframe.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ff_samples {
+
+/// (name, recording) pairs, recorded on the current stack (call ff::init("llvm") first).
+inline std::vector<std::pair<std::string, ff::Recording>> sample_recordings() {
+  using ff::AnyArray;
+  using ff::Float;
+  using ff::UInt32;
+  Float x = Float::from({0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f, 6.5f, 7.5f});
+  UInt32 i = UInt32::from({1u, 0u, 3u, 2u, 7u, 6u, 5u, 4u});
+  ff::Int32 n = ff::Int32::from({3, -4, 5, 8, -1, 0, 2, 9});
+  std::vector<std::pair<std::string, ff::Recording>> out;
+  out.emplace_back("chain", ff::record({x}, [&] {
+                     Float y = ff::sqrt(x * 2.f + 1.f);
+                     return std::vector<AnyArray>{y, ff::exp(-y)};
+                   }));
+  out.emplace_back("gather", ff::record({x, i}, [&] {
+                     UInt32 idx = ff::arange<UInt32>(ff::width(x) - 1);
+                     Float d = ff::gather<Float>(x, idx + 1u) - ff::gather<Float>(x, idx);
+                     return std::vector<AnyArray>{d, ff::sum(d), ff::prefix_sum(x)};
+                   }));
+  out.emplace_back("scatter", ff::record({x, i}, [&] {
+                     Float t = ff::zeros<Float>(ff::width(x));
+                     ff::scatter(t, x * 2.f, i);
+                     ff::scatter_add(t, 1.f, i % 3u);
+                     Float c = Float::from({1.f, 2.f, 3.f});  // a host constant
+                     return std::vector<AnyArray>{t, c + ff::max_reduce(x)};
+                   }));
+  out.emplace_back("compress", ff::record({x, n}, [&] {
+                     UInt32 hits = ff::compress(x > 0.25f);
+                     Float picked = ff::gather<Float>(x, hits);
+                     if (hits.size() > 2)  // a guard after the compress
+                       picked = picked * 2.f;
+                     return std::vector<AnyArray>{picked, x, ff::mean(picked), ff::prod(n % 3 + 2)};
+                   }));
+  out.emplace_back(
+      "aliased", ff::record({x, x}, [&] {
+        Float y = x;
+        ff::scatter(y, 9.f, UInt32::from({0u}));  // into an input: copy-on-write
+        return std::vector<AnyArray>{y, x + 1.f, ff::full<Float>(3.f, ff::width(x) / 2)};
+      }));
+  return out;
+}
+
+}  // namespace ff_samples

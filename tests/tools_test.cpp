@@ -1,0 +1,317 @@
+// recorder-dump and recorder-replay on real files (written by ff_test_make_recordings into
+// FF_TOOLS_DATA_DIR, a CTest fixture): the ff_dump library called directly, and the binaries
+// run as a user would, checking output, exit codes and stderr.
+#include <fcntl.h>
+#include <freezeframe/freezeframe.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/file_io.h"
+#include "recorder/format_reader.h"
+#include "tools/recorder-dump/dump.h"
+
+extern char** environ;
+
+namespace {
+
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+std::string data(const std::string& name) {
+  return std::string(FF_TOOLS_DATA_DIR) + "/" + name;
+}
+
+ff::format::ParsedFile parsed(const std::string& name) {
+  return ff::format::parse(ff::read_file(data(name)));
+}
+
+struct Result {
+  int status = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+/// Runs `argv` with stdout and stderr captured in files.
+Result run(const std::vector<std::string>& argv) {
+  static int n = 0;
+  fs::path base = fs::temp_directory_path() /
+                  ("ff-tools-test-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
+  std::string out = base.string() + ".out", err = base.string() + ".err";
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  std::vector<std::string> args = argv;
+  std::vector<char*> cargs;
+  for (std::string& a : args)
+    cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  pid_t pid = 0;
+  int rc = posix_spawnp(&pid, cargs[0], &actions, nullptr, cargs.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  Result r;
+  if (rc != 0) {
+    r.err = "cannot start " + argv[0];
+    return r;
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  fs::remove(out);
+  fs::remove(err);
+  return r;
+}
+
+Result dump(std::vector<std::string> args) {
+  args.insert(args.begin(), FF_RECORDER_DUMP);
+  return run(args);
+}
+
+Result replay(std::vector<std::string> args) {
+  args.insert(args.begin(), FF_RECORDER_REPLAY);
+  return run(args);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// ff_dump, called directly
+
+TEST_CASE("tools: the text view has the summary, the op table and the kernels", "[tools]") {
+  ff::format::ParsedFile f = parsed("compress.ffr");
+  const auto& d = *f.recordings[0];
+  std::string t = ff::dump::text(f, {});
+  CHECK_THAT(t, Contains("format 1.0") && Contains("backend 'llvm'"));
+  CHECK_THAT(t, Contains("ops " + std::to_string(d.ops.size()) + " ("));
+  CHECK_THAT(t, Contains("kernels " + std::to_string(d.kernels.size()) + ", slots " +
+                         std::to_string(d.slots.size()) + ", guards " +
+                         std::to_string(d.guards.size()) + ", inputs 2, outputs 4"));
+  CHECK_THAT(t, Contains("bytes allocated") && Contains("peak memory"));
+  CHECK_THAT(t, Contains("compress") && Contains("size(s0)") && Contains("s0 r"));
+  CHECK_THAT(t, !Contains("param 0"));
+  ff::dump::Options o;
+  o.kernels = true;
+  CHECK_THAT(ff::dump::text(f, o), Contains("param 0: in float32") && Contains("= load."));
+}
+
+TEST_CASE("tools: memory figures at the recorded sizes", "[tools]") {
+  // chain: y = sqrt(x*2+1) (8 floats), exp(-y) (8 floats), both outputs: 64 bytes, all live.
+  auto m = ff::dump::memory_figures(*parsed("chain.ffr").recordings[0]);
+  CHECK(m.bytes_allocated == 64);
+  CHECK(m.peak_bytes == 64);
+  CHECK(m.exact);
+}
+
+TEST_CASE("tools: the JSON view follows its schema and its counts match the API's", "[tools]") {
+  for (const char* name :
+       {"chain.ffr", "gather.ffr", "scatter.ffr", "compress.ffr", "aliased.ffr", "capture.ffr"}) {
+    INFO(name);
+    ff::Recording r = ff::Recording::load(data(name));
+    nlohmann::json j = nlohmann::json::parse(ff::dump::json(parsed(name), {}).dump());
+    CHECK(j["schema"] == "freezeframe.recording-dump");
+    CHECK(j["schema_version"] == 1);
+    CHECK(j["file"]["format_version"] == "1.0");
+    const auto& rec = j["recordings"][0];
+    CHECK(rec["counts"]["ops"] == r.n_ops());
+    CHECK(rec["counts"]["kernels"] == r.n_kernels());
+    CHECK(rec["counts"]["slots"] == r.n_slots());
+    CHECK(rec["counts"]["guards"] == r.n_guards());
+    CHECK(rec["counts"]["inputs"] == r.n_inputs());
+    CHECK(rec["counts"]["outputs"] == r.n_outputs());
+    CHECK(rec["ops"].size() == r.n_ops());
+    CHECK(rec["capture"] == r.is_capture());
+  }
+}
+
+TEST_CASE(
+    "tools: the diff of a file with itself is empty, of two recordings it lists ops and "
+    "kernels",
+    "[tools]") {
+  ff::dump::DiffResult same = ff::dump::diff(parsed("gather.ffr"), parsed("gather.ffr"), {});
+  CHECK(same.same);
+  CHECK(same.text.empty());
+  ff::dump::DiffResult other = ff::dump::diff(parsed("gather.ffr"), parsed("chain.ffr"), {});
+  CHECK_FALSE(other.same);
+  CHECK_THAT(other.text, Contains("kernel") && Contains("op 1:") && Contains("inputs: 2 vs 1"));
+  // Metadata (library version, backend) is ignored.
+  ff::format::ParsedFile renamed = parsed("gather.ffr");
+  renamed.library_version = "9.9.9";
+  auto d = std::make_shared<ff::rec::RecordingData>(*renamed.recordings[0]);
+  d->backend = "cuda";
+  renamed.recordings[0] = d;
+  CHECK(ff::dump::diff(parsed("gather.ffr"), renamed, {}).same);
+}
+
+// ---------------------------------------------------------------------------------------
+// The binaries
+
+TEST_CASE("tools: recorder-dump prints a summary, kernels, JSON and a graph dot accepts",
+          "[tools]") {
+  Result r = dump({data("compress.ffr")});
+  CHECK(r.status == 0);
+  CHECK(r.err.empty());
+  CHECK_THAT(r.out, Contains("recording 0: backend 'llvm'") && Contains("guards:"));
+  Result k = dump({data("compress.ffr"), "--kernels"});
+  CHECK(k.status == 0);
+  CHECK_THAT(k.out, Contains("param 0"));
+  Result j = dump({data("multi.ffr"), "--json"});
+  REQUIRE(j.status == 0);
+  nlohmann::json parsed_json = nlohmann::json::parse(j.out);
+  CHECK(parsed_json["recordings"].size() == 5);
+  Result one = dump({data("multi.ffr"), "--json", "--recording", "3"});
+  REQUIRE(one.status == 0);
+  CHECK(nlohmann::json::parse(one.out)["recordings"][0]["index"] == 3);
+
+  Result g = dump({data("multi.ffr"), "--dot"});
+  REQUIRE(g.status == 0);
+  CHECK_THAT(g.out, Contains("digraph") && Contains("palegreen") && Contains("lightskyblue"));
+  fs::path dot_file =
+      fs::temp_directory_path() / ("ff-tools-" + std::to_string(::getpid()) + ".dot");
+  { std::ofstream(dot_file) << g.out; }
+  Result svg = run({"dot", "-Tsvg", dot_file.string()});
+  fs::remove(dot_file);
+  INFO("dot: " << svg.err);
+  REQUIRE(svg.status == 0);  // Graphviz (scripts/install-deps.sh) accepts the graph
+  CHECK_THAT(svg.out, Contains("<svg"));
+}
+
+TEST_CASE("tools: recorder-dump --diff exits 0 for equal, 1 for different, 2 for trouble",
+          "[tools]") {
+  Result same = dump({data("gather.ffr"), "--diff", data("gather.ffr")});
+  CHECK(same.status == 0);
+  CHECK(same.out.empty());
+  Result differ = dump({data("gather.ffr"), "--diff", data("chain.ffr")});
+  CHECK(differ.status == 1);
+  CHECK_THAT(differ.out, Contains("---") && Contains("+++") && Contains("op "));
+  Result missing = dump({data("gather.ffr"), "--diff", data("missing.ffr")});
+  CHECK(missing.status == 2);
+  CHECK_THAT(missing.err, Contains("missing.ffr") && Contains("No such file"));
+}
+
+TEST_CASE("tools: recorder-dump shows a capture and each recording of a multi-recording file",
+          "[tools]") {
+  Result c = dump({data("capture.ffr")});
+  CHECK(c.status == 0);
+  CHECK_THAT(c.out, Contains("whole-session capture"));
+  Result m = dump({data("multi.ffr")});
+  CHECK(m.status == 0);
+  CHECK_THAT(m.out, Contains("5 recording(s)") && Contains("recording 4:"));
+  Result bad = dump({data("multi.ffr"), "--recording", "5"});
+  CHECK(bad.status == 2);
+  CHECK_THAT(bad.err, Contains("holds 5 recording(s)"));
+}
+
+TEST_CASE("tools: recorder-dump: usage, --help, --version, a missing and a damaged file",
+          "[tools][negative]") {
+  Result help = dump({"--help"});
+  CHECK(help.status == 0);
+  CHECK_THAT(help.out, Contains("Usage") && Contains("--diff"));
+  Result version = dump({"--version"});
+  CHECK(version.status == 0);
+  CHECK_THAT(version.out, Contains("freezeframe") && Contains("format 1.0"));
+  Result none = dump({});
+  CHECK(none.status == 2);
+  CHECK_THAT(none.err, Contains("FILE is required") && Contains("Usage"));
+  CHECK(none.out.empty());
+  Result bogus = dump({data("gather.ffr"), "--bogus"});
+  CHECK(bogus.status == 2);
+  CHECK_THAT(bogus.err, Contains("--bogus"));
+  Result both = dump({data("gather.ffr"), "--json", "--dot"});
+  CHECK(both.status == 2);
+  Result missing = dump({data("missing.ffr")});
+  CHECK(missing.status == 1);
+  CHECK_THAT(missing.err, Contains("cannot open") && Contains("missing.ffr"));
+  CHECK(missing.out.empty());
+  fs::path cut =
+      fs::temp_directory_path() / ("ff-tools-cut-" + std::to_string(::getpid()) + ".ffr");
+  auto bytes = ff::read_file(data("gather.ffr"));
+  bytes.resize(bytes.size() / 2);
+  ff::write_file_atomic(cut.string(), bytes, false);
+  Result damaged = dump({cut.string()});
+  fs::remove(cut);
+  CHECK(damaged.status == 1);
+  CHECK_THAT(damaged.err, Contains("recording file:") && Contains("truncated"));
+}
+
+TEST_CASE("tools: recorder-dump links no backend", "[tools]") {
+  Result r = run({"readelf", "-d", FF_RECORDER_DUMP});
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Contains("NEEDED"));
+  CHECK_THAT(r.out, !Contains("libLLVM") && !Contains("libfreezeframe"));
+}
+
+TEST_CASE("tools: recorder-replay replays, times ops and writes a trace with one event per op",
+          "[tools]") {
+  fs::path trace = fs::temp_directory_path() / ("ff-trace-" + std::to_string(::getpid()) + ".json");
+  Result r = replay({data("compress.ffr"), "--repeat", "3", "--trace", trace.string(),
+                     "--sync-each", "--size", "input0=5000"});
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Contains("input 0: float32 x 5000") && Contains("replays: 3") &&
+                        Contains("launch") && Contains("compress"));
+  nlohmann::json t = nlohmann::json::parse(slurp(trace));
+  fs::remove(trace);
+  size_t n_ops = ff::Recording::load(data("compress.ffr")).n_ops(), spans = 0;
+  for (const auto& e : t["traceEvents"]) {
+    if (e["ph"] != "X")
+      continue;
+    ++spans;
+    CHECK(e["dur"].get<double>() >= 0);
+    CHECK(e["args"].contains("slots"));
+    CHECK(e["args"].contains("size"));
+  }
+  CHECK(spans == 3 * n_ops);
+}
+
+TEST_CASE("tools: recorder-replay: sizes tied by guards follow, a size a guard rejects is named",
+          "[tools]") {
+  // aliased: one input passed twice; its sizes follow each other.
+  Result tied = replay({data("aliased.ffr"), "--size", "input1=50"});
+  INFO(tied.out << tied.err);
+  CHECK(tied.status == 0);
+  CHECK_THAT(tied.out, Contains("input 0: float32 x 50"));
+  // compress keeps more than 2 hits only if there are more than 2 elements.
+  Result rejected = replay({data("compress.ffr"), "--size", "input0=2"});
+  CHECK(rejected.status == 1);
+  CHECK_THAT(rejected.err, Contains("guard 0") && Contains("record this path anew"));
+}
+
+TEST_CASE("tools: recorder-replay refuses a capture, bad usage and a missing file",
+          "[tools][negative]") {
+  Result c = replay({data("capture.ffr")});
+  CHECK(c.status == 1);
+  CHECK_THAT(c.err, Contains("whole-session capture") && Contains("not replayed"));
+  Result size = replay({data("gather.ffr"), "--size", "width=3"});
+  CHECK(size.status == 2);
+  CHECK_THAT(size.err, Contains("inputK=N"));
+  Result range = replay({data("gather.ffr"), "--size", "input7=3"});
+  CHECK(range.status == 2);
+  Result none = replay({});
+  CHECK(none.status == 2);
+  CHECK_THAT(none.err, Contains("Usage"));
+  Result missing = replay({data("missing.ffr")});
+  CHECK(missing.status == 1);
+  CHECK_THAT(missing.err, Contains("cannot open"));
+  Result help = replay({"--help"});
+  CHECK(help.status == 0);
+  CHECK_THAT(help.out, Contains("--trace") && Contains("--sync-each"));
+}

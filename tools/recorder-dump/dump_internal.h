@@ -1,0 +1,34 @@
+// Helpers shared by the dump views (not part of ff_dump's interface).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "recorder/recording.h"
+
+namespace ff::dump::detail {
+
+/// "s0 r", "s2 w", "s3 rw" for the slots the op uses; "s2 new" / "s2 end" for Alloc/Release.
+std::vector<std::string> op_slots(const rec::RecordingData& d, const rec::Op& op);
+
+/// What else identifies the op: element type, copy kind, reduction, kernel and arguments.
+/// `by_hash` names kernels by hash instead of index (for diffs).
+std::string op_detail(const rec::RecordingData& d, const rec::Op& op, bool by_hash);
+
+/// The op's size expression ("-" for none).
+std::string op_size(const rec::RecordingData& d, const rec::Op& op);
+
+/// The op's size at the recorded sizes, or "" when it has none or cannot be evaluated.
+std::string op_size_value(const rec::RecordingData& d, const rec::Op& op);
+
+/// "input 2", "alloc by op 7", "external".
+std::string slot_origin(const rec::Slot& s);
+
+/// "guard: size(s0) == size(s1) is true (operand sizes of add) after op 3".
+std::string guard_line(const rec::RecordingData& d, const rec::Guard& g);
+
+/// The recordings `options` selects.
+std::vector<size_t> selected(size_t n_recordings, const std::optional<size_t>& one);
+
+}  // namespace ff::dump::detail
