@@ -602,7 +602,7 @@ std::shared_ptr<rec::RecordingData> Reader::recording(uint32_t r) {
   reach(ParseStage::Validate);
   try {
     d->validate();
-  } catch (const FreezeError& e) {
+  } catch (const FormatError& e) {  // validate() names the item; add section and byte offset
     locate_and_fail(r, e.what());
   }
   return d;

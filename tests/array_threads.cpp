@@ -69,8 +69,8 @@ TEST_CASE("a lazy array made on one thread is computed on and evaluated on anoth
           "[tracer][threads]") {
   ff::init("llvm");
   ff::Float x = ff::Float::from(ramp(257));
-  ff::Float lazy = x * 2.f + 1.f;     // not evaluated here
-  ff::Bool mask = x > 100.f;          // a lazy Bool
+  ff::Float lazy = x * 2.f + 1.f;  // not evaluated here
+  ff::Bool mask = x > 100.f;       // a lazy Bool
   ff::UInt32 idx = ff::arange<ff::UInt32>(257);
   auto [y, z, n] = on_thread([&] {
     ff::Float dummy = ff::Float::from(ramp(3));  // the worker's own variables
@@ -89,15 +89,14 @@ TEST_CASE("a lazy array made on one thread is computed on and evaluated on anoth
   CHECK(lazy.to_vector()[5] == 11.f);
 }
 
-TEST_CASE("ff::eval of another thread's array evaluates it for every holder",
-          "[tracer][threads]") {
+TEST_CASE("ff::eval of another thread's array evaluates it for every holder", "[tracer][threads]") {
   ff::init("llvm");
   ff::Float x = ff::Float::from(ramp(64));
   ff::Float lazy = ff::sqrt(x);
   uint64_t launches = ff::stats().launches;
   on_thread([lazy] { ff::eval(lazy); });
   CHECK(ff::stats().launches == launches + 1);
-  CHECK(lazy.to_vector()[16] == 4.f);        // no second launch: already evaluated
+  CHECK(lazy.to_vector()[16] == 4.f);  // no second launch: already evaluated
   CHECK(ff::stats().launches == launches + 1);
 }
 
@@ -124,15 +123,15 @@ TEST_CASE("arrays copied and destroyed on other threads release their memory",
 
 TEST_CASE("an array outlives the thread that made it", "[tracer][threads]") {
   ff::init("llvm");
+  uint64_t baseline = live_bytes();  // (this thread's table exists from here on)
   size_t tables = ff::detail::n_tables();
-  uint64_t baseline = live_bytes();
   ff::Float lazy, evaluated;
   ff::Int32 literal;
   std::thread([&] {
     ff::Float x = ff::Float::from(ramp(100));
     evaluated = x + 1.f;
     ff::eval(evaluated);
-    lazy = x * x;       // still lazy when the thread ends
+    lazy = x * x;  // still lazy when the thread ends
     literal = ff::Int32(7);
   }).join();
   CHECK(ff::detail::n_tables() == tables + 1);  // orphaned, kept for its variables
@@ -158,8 +157,8 @@ TEST_CASE("many threads share one input", "[tracer][threads]") {
     workers.emplace_back([&, t] {
       for (int r = 0; r < kRounds; ++r) {
         ff::Float y = ff::fma(x, static_cast<float>(t), lazy_shared) + static_cast<float>(r);
-        float want = 0.001f * 10.f * static_cast<float>(t) + 0.001f * 10.f * 2.f +
-                     static_cast<float>(r);
+        float want =
+            0.001f * 10.f * static_cast<float>(t) + 0.001f * 10.f * 2.f + static_cast<float>(r);
         float got = y.to_vector()[10];
         if (std::abs(got - want) > 1e-4f)
           ++wrong;
@@ -252,8 +251,8 @@ TEST_CASE("an array from another thread is an input of a recording made on a wor
   ff::Float x = ff::Float::from(ramp(10));
   ff::Recording r = on_thread([x] {
     return ff::record({x}, [&] {
-      return std::vector<ff::AnyArray>{x * 2.f + ff::cast<ff::Float>(ff::arange<ff::UInt32>(
-                                                     ff::width(x)))};
+      return std::vector<ff::AnyArray>{x * 2.f +
+                                       ff::cast<ff::Float>(ff::arange<ff::UInt32>(ff::width(x)))};
     });
   });
   CHECK(r.n_inputs() == 1);

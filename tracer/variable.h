@@ -1,8 +1,8 @@
 // The tracer's data: buffers, variables (SSA nodes with reference counts), per-thread state.
 #pragma once
 
-#include <cstdint>
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -50,7 +50,7 @@ struct Variable {
   ScalarType type = ScalarType::Float32;
   bool dirty = false;   // a pending scatter writes this variable's buffer
   bool shared = false;  // another table's variable holds the same buffer: never write in place
-  uint32_t refs = 0;   // handles plus other variables that use it
+  uint32_t refs = 0;    // handles plus other variables that use it
   VarId dep[4] = {0, 0, 0, 0};
   uint64_t imm = 0;  // literal bits, scalar value
   uint64_t size = 0;
