@@ -23,4 +23,7 @@ function(ff_object_library target)
   # Thread-local tracing state is read on every array operation: the initial-exec model makes
   # that a single load instead of a __tls_get_addr call (the library is linked, not dlopen'ed).
   target_compile_options(${target} PRIVATE -ftls-model=initial-exec)
+  # Calls between the library's own functions bind inside it (no PLT, inlinable): nobody
+  # interposes freezeframe's internals, and the tracer's entry points call their bodies.
+  target_compile_options(${target} PRIVATE -fno-semantic-interposition)
 endfunction()

@@ -626,6 +626,8 @@ void RecordingBackend::guard(const SizeGuard& g, bool outcome) {
     r.lhs_value = g.lhs_value;
     r.rhs_value = g.rhs_value;
     r.what = g.what ? g.what : "";
+    if (g.subject)
+      r.what.append(" ").append(g.subject);
     s.data.guards.push_back(std::move(r));
   });
 }

@@ -473,11 +473,17 @@ void read_local(VarId v, void* out) {
 // sees the result; this thread's arrays are evaluated together, in one eval.
 void var_eval(std::span<const Handle> handles) {
   TracerState& s = state();
-  std::vector<VarId> local;
-  local.reserve(handles.size());
+  VarId small[8];
+  std::vector<VarId> large;
+  VarId* local = small;
+  if (handles.size() > std::size(small)) {
+    large.resize(handles.size());
+    local = large.data();
+  }
+  size_t n = 0;
   for (Handle h : handles) {
     if (table_of(h) == s.id) {
-      local.push_back(index_of(h));
+      local[n++] = index_of(h);
     } else {
       ForeignAccess access(table_of(h));
       VarId v = index_of(h);
@@ -485,7 +491,7 @@ void var_eval(std::span<const Handle> handles) {
     }
   }
   Window w;
-  eval_local(local);
+  eval_local(std::span<const VarId>(local, n));
 }
 
 void var_make_opaque(std::span<const Handle> handles) {

@@ -71,7 +71,8 @@ Size combine(SizeOp op, const Size& a, const Size& b, uint64_t value) {
 /// Evaluates `a cmp b` and reports the decision to the backend (the recorder keeps it as a
 /// guard) whenever one side carries provenance. Both sides are real expressions: a side
 /// without provenance is its constant.
-bool compare(SizeCmp cmp, const Size& a, const Size& b, const char* what) {
+bool compare(SizeCmp cmp, const Size& a, const Size& b, const char* what,
+             const char* subject = nullptr) {
   uint64_t x = raw_value(a), y = raw_value(b);
   bool outcome = ff::compare(cmp, x, y);
   if (a.has_provenance() || b.has_provenance()) {
@@ -83,7 +84,7 @@ bool compare(SizeCmp cmp, const Size& a, const Size& b, const char* what) {
     rhs.clear();
     flatten(a.expr().get(), x, lhs);
     flatten(b.expr().get(), y, rhs);
-    SizeGuard g{cmp, lhs, rhs, x, y, what};
+    SizeGuard g{cmp, lhs, rhs, x, y, what, subject};
     current_device()->backend().guard(g, outcome);
   }
   return outcome;
@@ -115,8 +116,8 @@ uint64_t pin(const Size& s) {
 
 }  // namespace
 
-void guard_sizes(const Size& a, const Size& b, const std::string& what) {
-  compare(SizeCmp::Eq, a, b, what.c_str());
+void guard_sizes(const Size& a, const Size& b, const char* what, const char* subject) {
+  compare(SizeCmp::Eq, a, b, what, subject);
 }
 
 uint64_t raw_value(const Size& s) {

@@ -29,7 +29,8 @@ SizeExprPtr size_leaf(const std::shared_ptr<Buffer>& buffer);
 bool same_expr(const SizeExprNode* a, const SizeExprNode* b);
 /// Records the size decision `a == b` (which held) as a guard named `what`: the user did not
 /// compare anything, the tracer decided (equal operand sizes, a broadcast, a fusion).
-void guard_sizes(const Size& a, const Size& b, const std::string& what);
+/// `what` and `subject` are static strings (the message is "what subject").
+void guard_sizes(const Size& a, const Size& b, const char* what, const char* subject = nullptr);
 
 /// The value of `s` without pinning it (ff::Size::value() pins inside a recording): for the
 /// tracer's own bookkeeping, which keeps the provenance alongside.

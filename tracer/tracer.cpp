@@ -229,11 +229,10 @@ SizeDecision decide_size(const char* what, std::initializer_list<VarId> ops) {
       continue;               // a constant size 1 broadcasts at any result size
     if (s[v].size != size) {  // size 1 broadcast over a larger result
       if (e)
-        guard_sizes(Size(s[v].prov), Size(1),
-                    std::string("broadcast of a size-1 operand in ") + what);
+        guard_sizes(Size(s[v].prov), Size(1), "broadcast of a size-1 operand in", what);
     } else if ((e || lead) && !same_expr(e, lead)) {
       guard_sizes(e ? Size(s[v].prov) : Size(size), lead ? Size(s[leader].prov) : Size(size),
-                  std::string("equal operand sizes in ") + what);
+                  "equal operand sizes in", what);
     }
   }
   return {size, lead ? s[leader].prov : nullptr};

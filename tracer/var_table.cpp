@@ -16,8 +16,8 @@
 
 namespace ff::detail {
 
-thread_local TracerState* t_state = nullptr;
-thread_local int t_window_depth = 0;
+__thread TracerState* t_state = nullptr;
+__thread int t_window_depth = 0;
 
 namespace {
 

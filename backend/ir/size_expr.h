@@ -63,7 +63,9 @@ struct SizeGuard {
   SizeCmp cmp;
   SizeProv lhs, rhs;
   uint64_t lhs_value = 0, rhs_value = 0;  // the values compared while tracing
-  const char* what = "";                  // who decided (e.g. "operand sizes of add")
+  const char* what = "";                  // who decided (e.g. "equal operand sizes in")
+  const char* subject = nullptr;          // appended to `what` after a space (e.g. "add"):
+                                          // static strings, so deciding formats nothing
 };
 
 /// Renders a postfix expression for messages: "(width(input 0) - 1)". `name_buffer` names the
