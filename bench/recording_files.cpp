@@ -165,7 +165,7 @@ void throughput(size_t target_ops, int runs) {
     }
     return std::vector<ff::AnyArray>{v};
   });
-  const ff::rec::RecordingData& d = *r.state()->data;
+  const ff::rec::RecordingData& d = *ff::detail::recording_state(r)->data;
   std::vector<double> write_ms, parse_ms, save_ms, read_ms, load_ms;
   std::vector<std::byte> bytes;
   fs::path file =

@@ -34,6 +34,10 @@ Recording::Recording() : state_(std::make_shared<detail::RecordingState>()) {
 
 Recording::Recording(std::shared_ptr<detail::RecordingState> state) : state_(std::move(state)) {}
 
+const std::shared_ptr<detail::RecordingState>& detail::recording_state(const Recording& r) {
+  return r.state_;
+}
+
 size_t Recording::n_ops() const {
   return state_->data->ops.size();
 }

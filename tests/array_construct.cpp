@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <vector>
@@ -297,4 +298,15 @@ TEST_CASE("bitcast reinterprets the bits between types of one width", "[array][b
   check_exact("UInt64 -> Float64", u_d, n,
               [&](size_t i) { return r_bitcast<double>(u64[i] & 0x3fffffffffffffffULL); });
   check_exact("sign flip through UInt32 bits", round_trip, n, [&](size_t i) { return -f[i]; });
+}
+
+TEST_CASE("the suite runs on the stack FF_BACKEND names", "[array][stack]") {
+  // Registered once per stack (tests/CMakeLists.txt): this proves the registration reaches the
+  // library, so a decorator's run of this suite is not the plain llvm stack again.
+  const char* env = std::getenv("FF_BACKEND");
+  std::string want = env && *env ? env : "llvm";
+  ff::shutdown();
+  ff::Float x = ff::Float::from({1.f, 2.f});  // builds the default stack
+  CHECK(ff::backend_name() == want);
+  CHECK((x * 2.f).to_vector() == std::vector<float>{2.f, 4.f});
 }

@@ -52,7 +52,7 @@ struct TempDir {
 };
 
 const ff::rec::RecordingData& data_of(const ff::Recording& r) {
-  return *r.state()->data;
+  return *ff::detail::recording_state(r)->data;
 }
 
 ff::Recording from_data(std::shared_ptr<const ff::rec::RecordingData> d) {

@@ -254,7 +254,7 @@ TEST_CASE("a gather bound that exceeds its buffer is refused at replay", "[recor
   auto idx = ff::UInt32::from({0u, 5u});
   ff::Recording r = ff::record(
       {x, idx}, [&] { return std::vector<ff::AnyArray>{ff::gather<ff::Float32>(x, idx)}; });
-  auto data = std::make_shared<rec::RecordingData>(*r.state()->data);
+  auto data = std::make_shared<rec::RecordingData>(*ff::detail::recording_state(r)->data);
   data->exprs.push_back({SizeOp::Const, 1000, rec::kNone, rec::kNone, rec::kNone});
   size_t patched = 0;
   for (const rec::Op& op : data->ops)
@@ -283,7 +283,7 @@ TEST_CASE("validation refuses recordings whose ops and lists disagree", "[record
   ff::init("llvm");
   auto x = ff::Float32::from(iota_floats(10, 0.f));
   ff::Recording r = ff::record({x}, [&] { return std::vector<ff::AnyArray>{x * 2.f + 1.f}; });
-  const rec::RecordingData& good = *r.state()->data;
+  const rec::RecordingData& good = *ff::detail::recording_state(r)->data;
   good.validate();
   size_t launch = 0;
   while (good.ops[launch].code != rec::OpCode::Launch)
@@ -316,7 +316,7 @@ TEST_CASE("a size expression that overflows 64 bits is refused at replay", "[rec
   ff::init("llvm");
   auto x = ff::Float32::from(iota_floats(10, 0.f));
   ff::Recording r = ff::record({x}, [&] { return std::vector<ff::AnyArray>{x * 2.f}; });
-  auto data = std::make_shared<rec::RecordingData>(*r.state()->data);
+  auto data = std::make_shared<rec::RecordingData>(*ff::detail::recording_state(r)->data);
   data->exprs.push_back({SizeOp::Const, uint64_t(1) << 40, rec::kNone, rec::kNone, rec::kNone});
   auto big = static_cast<uint32_t>(data->exprs.size() - 1);
   data->exprs.push_back({SizeOp::Mul, 0, rec::kNone, big, big});

@@ -359,7 +359,7 @@ TEST_CASE("corpus: the recordings hold every op kind and take inputs of every el
     CHECK(names.insert(c.name).second);  // names are distinct (they name the CTest tests)
     Inputs rec_in = make_inputs(c.name, c.inputs, kRecordSize);
     ff::Recording r = ff::record(rec_in, [&] { return c.fn(rec_in); });
-    const ff::rec::RecordingData& d = *r.state()->data;
+    const ff::rec::RecordingData& d = *ff::detail::recording_state(r)->data;
     for (const ff::rec::Op& op : d.ops)
       ops.insert(op.code);
     for (uint32_t slot : d.inputs)

@@ -53,7 +53,7 @@ const RecordingData& good() {
       return std::vector<ff::AnyArray>{
           d, ff::sum(d), ff::prefix_sum(x), t, c + 1.f, ff::max_reduce(x), picked};
     });
-    return *r.state()->data;
+    return *ff::detail::recording_state(r)->data;
   }();
   return data;
 }
@@ -416,7 +416,7 @@ TEST_CASE("a recording whose alloc type differs from its slot's is refused befor
   ff::init("llvm");
   ff::Float64 x = ff::Float64::from({1.0, 2.0, 3.0, 4.0});
   ff::Recording r = ff::record({x}, [&] { return std::vector<ff::AnyArray>{x * 2.0}; });
-  auto data = std::make_shared<RecordingData>(*r.state()->data);
+  auto data = std::make_shared<RecordingData>(*ff::detail::recording_state(r)->data);
   rec::Op& alloc = data->ops[first(*data, OpCode::Alloc)];
   REQUIRE(alloc.type == ScalarType::Float64);
   alloc.type = ScalarType::Float32;
@@ -433,7 +433,7 @@ TEST_CASE("a compress into a slot that is not uint32 is refused before it replay
   ff::init("llvm");
   ff::Bool k = ff::Bool::from({true, false, true, true});
   ff::Recording r = ff::record({k}, [&] { return std::vector<ff::AnyArray>{ff::compress(k)}; });
-  auto data = std::make_shared<RecordingData>(*r.state()->data);
+  auto data = std::make_shared<RecordingData>(*ff::detail::recording_state(r)->data);
   uint32_t dst = data->ops[first(*data, OpCode::Compress)].dst;
   data->slots[dst].type = ScalarType::Float64;
   data->ops[data->slots[dst].origin_index].type = ScalarType::Float64;  // its alloc agrees

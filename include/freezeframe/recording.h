@@ -67,9 +67,13 @@ class AnyArray {
   ScalarType type_ = ScalarType::Float32;
 };
 
+class Recording;
+
 namespace detail {
 struct RecordingState;
-}
+/// The internals of a Recording (frontend/recording_state.h), for the library and its tests.
+const std::shared_ptr<RecordingState>& recording_state(const Recording& r);
+}  // namespace detail
 
 /// A recording of backend work: slots, ops, size expressions, guards, kernels, constants,
 /// inputs and outputs (see docs/). Plain data: cheap to copy (shared, immutable).
@@ -111,9 +115,10 @@ class Recording {
   /// after any error.
   std::vector<AnyArray> replay(const std::vector<AnyArray>& inputs) const;
 
-  const std::shared_ptr<detail::RecordingState>& state() const { return state_; }
 
  private:
+  friend const std::shared_ptr<detail::RecordingState>& detail::recording_state(const Recording& r);
+
   std::shared_ptr<detail::RecordingState> state_;
 };
 

@@ -95,7 +95,7 @@ std::vector<Bytes> seeds() {
   }
   std::vector<Bytes> out;
   ff::Recording session = ff::capture();
-  for (const auto& kernel : session.state()->data->kernels)
+  for (const auto& kernel : ff::detail::recording_state(session)->data->kernels)
     out.push_back(kernel->serialize());
   ff::shutdown();
   return out;

@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
   ff::init("llvm");
   std::vector<std::vector<std::byte>> seeds;
   for (auto& [name, r] : ff_samples::sample_recordings())
-    seeds.push_back(ff::format::write(*r.state()->data));
+    seeds.push_back(ff::format::write(*ff::detail::recording_state(r)->data));
   std::mt19937_64 rng(seed);
   auto pick = [&](size_t n) { return n ? static_cast<size_t>(rng() % n) : 0; };
   ff::fuzz::FileStats stats;

@@ -69,7 +69,7 @@ std::vector<std::shared_ptr<const RecordingData>> seeds() {
   };
   std::vector<std::shared_ptr<const RecordingData>> out;
   for (auto& body : bodies)
-    out.push_back(ff::record({x, i}, body).state()->data);
+    out.push_back(ff::detail::recording_state(ff::record({x, i}, body))->data);
   return out;
 }
 

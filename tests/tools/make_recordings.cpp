@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
     std::vector<const ff::rec::RecordingData*> all;
     for (auto& [name, r] : samples) {
       r.save((dir / (name + ".ffr")).string());
-      all.push_back(r.state()->data.get());
+      all.push_back(ff::detail::recording_state(r)->data.get());
     }
     ff::write_file_atomic((dir / "multi.ffr").string(), ff::format::write(all), false);
 
