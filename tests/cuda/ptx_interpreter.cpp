@@ -1331,6 +1331,13 @@ void PtxModule::clear_allowed() {
   allowed_.clear();
 }
 
+size_t PtxModule::param_count(const std::string& entry) const {
+  for (const Entry& e : program_->entries)
+    if (e.name == entry)
+      return e.params.size();
+  throw PtxError("no entry " + entry);
+}
+
 void PtxModule::launch(const std::string& entry, unsigned grid, unsigned block,
                        std::span<const uint64_t> params, uint64_t max_instructions) {
   for (const Entry& e : program_->entries) {

@@ -52,6 +52,9 @@ class PtxModule {
   void launch(const std::string& entry, unsigned grid, unsigned block,
               std::span<const uint64_t> params, uint64_t max_instructions = 4'000'000'000ull);
 
+  /// The number of parameters of `entry`; throws PtxError when there is no such entry.
+  size_t param_count(const std::string& entry) const;
+
   /// Instructions executed by all launches so far.
   uint64_t executed() const { return executed_; }
 
