@@ -98,7 +98,7 @@ void for_each_numeric(F&& f) {
 
 }  // namespace
 
-TEST_CASE("cuda: load and store round-trip every type at tail sizes", "[cuda_backend]") {
+TEST_CASE("backend: load and store round-trip every type at tail sizes", "[cuda_backend]") {
   if (!require_cuda())
     return;
   Env env;
@@ -126,7 +126,7 @@ TEST_CASE("cuda: load and store round-trip every type at tail sizes", "[cuda_bac
   for_each_numeric(check);
 }
 
-TEST_CASE("cuda: every IR corpus kernel matches the PTX reference interpreter bit for bit",
+TEST_CASE("backend: every IR corpus kernel matches the PTX reference interpreter bit for bit",
           "[cuda_backend][corpus]") {
   if (!require_cuda())
     return;
@@ -190,7 +190,7 @@ T reduce_ref(ReduceOp op, const std::vector<T>& v) {
 
 }  // namespace
 
-TEST_CASE("cuda: reduce, every op and type; count 0 gives the identity", "[cuda_backend]") {
+TEST_CASE("backend: reduce, every op and type, count 0 gives the identity", "[cuda_backend]") {
   if (!require_cuda())
     return;
   Env env;
@@ -239,7 +239,7 @@ TEST_CASE("cuda: reduce, every op and type; count 0 gives the identity", "[cuda_
   CHECK(env.download(fo, 1)[0] == std::numeric_limits<float>::infinity());
 }
 
-TEST_CASE("cuda: prefix_sum inclusive and exclusive, in place", "[cuda_backend]") {
+TEST_CASE("backend: prefix_sum inclusive and exclusive, in place", "[cuda_backend]") {
   if (!require_cuda())
     return;
   Env env;
@@ -269,7 +269,7 @@ TEST_CASE("cuda: prefix_sum inclusive and exclusive, in place", "[cuda_backend]"
   CHECK_THROWS_AS(env.be->prefix_sum(ScalarType::Bool, false, b, 4, b), BackendError);
 }
 
-TEST_CASE("cuda: compress returns the indices of true entries in order", "[cuda_backend]") {
+TEST_CASE("backend: compress returns the indices of true entries in order", "[cuda_backend]") {
   if (!require_cuda())
     return;
   Env env;
@@ -293,7 +293,8 @@ TEST_CASE("cuda: compress returns the indices of true entries in order", "[cuda_
     }
 }
 
-TEST_CASE("cuda: fill patterns of 1, 2, 4 and 8 bytes and copies of every kind", "[cuda_backend]") {
+TEST_CASE("backend: fill patterns of 1, 2, 4 and 8 bytes and copies of every kind",
+          "[cuda_backend]") {
   if (!require_cuda())
     return;
   Env env;
@@ -343,7 +344,7 @@ TEST_CASE("cuda: fill patterns of 1, 2, 4 and 8 bytes and copies of every kind",
   CHECK(ok);
 }
 
-TEST_CASE("cuda: allocator caches blocks, count 0 is unique, peak is tracked, trimmed on OOM",
+TEST_CASE("backend: allocator caches blocks, count 0 is unique, peak is tracked, trimmed on OOM",
           "[cuda_backend]") {
   if (!require_cuda())
     return;
@@ -378,7 +379,7 @@ TEST_CASE("cuda: allocator caches blocks, count 0 is unique, peak is tracked, tr
   CHECK(be.stats().bytes_allocated == s0.bytes_allocated);
 }
 
-TEST_CASE("cuda: kernel cache hits, flush keeps handles usable, handles outlive the backend",
+TEST_CASE("backend: kernel cache hits, flush keeps handles usable, handles outlive the backend",
           "[cuda_backend]") {
   if (!require_cuda())
     return;
@@ -412,7 +413,7 @@ TEST_CASE("cuda: kernel cache hits, flush keeps handles usable, handles outlive 
   SUCCEED();
 }
 
-TEST_CASE("cuda: compile and launch refuse bad input", "[cuda_backend][negative]") {
+TEST_CASE("backend: compile and launch refuse bad input", "[cuda_backend][negative]") {
   if (!require_cuda())
     return;
   Env env;
@@ -440,7 +441,7 @@ TEST_CASE("cuda: compile and launch refuse bad input", "[cuda_backend][negative]
   CHECK(env.be->name() == "cuda");
 }
 
-TEST_CASE("cuda: kernels with many parameters, and several threads compiling and launching",
+TEST_CASE("backend: kernels with many parameters, and several threads compiling and launching",
           "[cuda_backend]") {
   if (!require_cuda())
     return;

@@ -1,0 +1,77 @@
+# The CUDA backend's tests. Included from tests/CMakeLists.txt (its functions and variables are
+# in scope); in a FF_CUDA_ONLY build this is the whole test tree.
+#
+#   ff_tests_cuda_host (label cuda_host)  no GPU needed: ptxas over every generated kernel, the
+#       PTX reference interpreter against the LLVM backend, math ulp bounds, driver loading
+#       errors, the backend and graph replay on the simulated driver.
+#   ff_tests_cuda_sim (labels cuda_sim, slow)  the array and recording corpora through the
+#       "cuda" backend on the simulated driver.
+#   ff_tests_cuda (label cuda)  the same on a real GPU; prints "skipped: no CUDA device" (and
+#       CTest reports the test as skipped) where there is none. tests/gpu/run.sh runs it.
+
+# tests/cuda/ holds what the CUDA tests share: the PTX reference interpreter, the kernel IR
+# corpus, the simulated driver, ptxas helpers and the cross-backend corpus.
+find_program(FF_PTXAS ptxas HINTS ENV CUDA_HOME ENV CUDA_PATH PATH_SUFFIXES bin
+             PATHS /usr/local/cuda/bin DOC "ptxas of the CUDA toolkit (tests only)")
+add_library(ff_test_cuda_support OBJECT cuda/ptx_interpreter.cpp cuda/ir_corpus.cpp cuda/ptxas.cpp
+            cuda/fake_driver.cpp cuda/cross_corpus.cpp)
+target_link_libraries(ff_test_cuda_support PUBLIC freezeframe Catch2::Catch2 spdlog::spdlog)
+target_include_directories(ff_test_cuda_support PUBLIC ${PROJECT_SOURCE_DIR}
+                           ${CMAKE_CURRENT_SOURCE_DIR})
+ff_warnings(ff_test_cuda_support)
+ff_apply_sanitizers(ff_test_cuda_support)
+
+# ff_add_cuda_test(<name> sources...): an executable with tests/cuda_main.cpp as runner
+# (FF_BACKEND defaults to "cuda"; the simulated driver unless FF_CUDA_TESTS_ON_GPU).
+function(ff_add_cuda_test name)
+  add_executable(${name} cuda_main.cpp ${ARGN} $<TARGET_OBJECTS:ff_test_cuda_support>)
+  # spdlog: its (header-only, FF_CUDA_ONLY) configuration must match the library's.
+  target_link_libraries(${name} PRIVATE freezeframe Catch2::Catch2 spdlog::spdlog)
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR})
+  if(NOT FF_CUDA_ONLY)
+    target_compile_definitions(${name} PRIVATE FF_HAVE_LLVM_BACKEND)
+  endif()
+  ff_warnings(${name})
+  ff_apply_sanitizers(${name})
+endfunction()
+
+set(FF_CUDA_CORPUS_SOURCES array_ops.cpp array_construct.cpp array_memory.cpp record_corpus.cpp
+    cuda_cross_test.cpp)
+set(FF_CUDA_SKIPS "skipped: no CUDA device;skipped: recording files not available")
+
+# With a GPU.
+ff_add_cuda_test(ff_tests_cuda ${FF_CUDA_CORPUS_SOURCES} cuda_backend_test.cpp
+                 cuda/backend_env.cpp)
+target_compile_definitions(ff_tests_cuda PRIVATE FF_CUDA_TESTS_ON_GPU)
+catch_discover_tests(ff_tests_cuda TEST_PREFIX "cuda." DISCOVERY_TIMEOUT 60
+  PROPERTIES LABELS cuda SKIP_REGULAR_EXPRESSION "${FF_CUDA_SKIPS}")
+
+if(FF_CUDA_ONLY)
+  return()
+endif()
+
+# The corpora on the simulated driver (~3.5 CPU minutes: the PTX is interpreted; `slow`, so
+# the sanitizer leg of CI leaves them out).
+ff_add_cuda_test(ff_tests_cuda_sim ${FF_CUDA_CORPUS_SOURCES} cuda/backend_env.cpp)
+catch_discover_tests(ff_tests_cuda_sim TEST_PREFIX "cuda_sim." DISCOVERY_TIMEOUT 60
+  PROPERTIES LABELS "cuda_sim;slow" TIMEOUT 900 SKIP_REGULAR_EXPRESSION "${FF_CUDA_SKIPS}")
+
+# Without a GPU.
+ff_add_test(ff_tests_cuda_host cuda_host cuda_codegen_test.cpp cuda_backend_test.cpp
+            cuda_driver_test.cpp cuda/backend_env.cpp $<TARGET_OBJECTS:ff_test_cuda_support>)
+target_compile_definitions(ff_tests_cuda_host PRIVATE FF_HAVE_LLVM_BACKEND)
+# A stand-in libcuda.so (every entry point exported; cuInit's answer steered by FF_FAKE_CUINIT)
+# for the driver-loading tests, which open it by path.
+add_library(ff_test_fake_libcuda MODULE cuda/fake_libcuda.cpp cuda/fake_libcuda_init.cpp)
+target_include_directories(ff_test_fake_libcuda PRIVATE ${PROJECT_SOURCE_DIR})
+add_dependencies(ff_tests_cuda_host ff_test_fake_libcuda)
+# ptxas found at configure time and the stand-in library reach the tests' environment.
+set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES
+             ${CMAKE_CURRENT_BINARY_DIR}/ff_cuda_test_env.cmake)
+file(GENERATE OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/ff_cuda_test_env.cmake
+     CONTENT "set(ENV{FF_PTXAS} \"${FF_PTXAS}\")
+set(ENV{FF_TEST_FAKE_LIBCUDA} \"$<TARGET_FILE:ff_test_fake_libcuda>\")\n")
+
+# Exports recordings made on LLVM for the GPU machine (tests/gpu/build.sh runs it).
+ff_add_program(ff_cuda_export_recordings gpu/export_recordings.cpp cuda/cross_corpus.cpp)
+target_link_libraries(ff_cuda_export_recordings PRIVATE Catch2::Catch2)
