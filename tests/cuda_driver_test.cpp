@@ -22,10 +22,17 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-// The stand-in libcuda (CMake passes its path in FF_TEST_FAKE_LIBCUDA).
+// The stand-in libcuda: $FF_TEST_FAKE_LIBCUDA (CTest sets it), else beside this executable.
 std::string fake_libcuda() {
-  const char* p = std::getenv("FF_TEST_FAKE_LIBCUDA");
-  return p && *p ? p : "";
+  if (const char* p = std::getenv("FF_TEST_FAKE_LIBCUDA"); p && *p)
+    return p;
+  char self[4096] = {};
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0)
+    return "";
+  std::string dir(self, static_cast<size_t>(n));
+  std::string lib = dir.substr(0, dir.rfind('/')) + "/libff_test_fake_libcuda.so";
+  return access(lib.c_str(), R_OK) == 0 ? lib : "";
 }
 
 // The CUDA toolkit's stub libcuda.so, next to the ptxas found, if installed.

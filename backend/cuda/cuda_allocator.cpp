@@ -50,8 +50,8 @@ void* DeviceAllocator::alloc(size_t bytes) {
   std::lock_guard lock(mutex_);
   CUdeviceptr p = 0;
   if (sc.index < free_.size() && !free_[sc.index].empty()) {
-    p = free_[sc.index].back();
-    free_[sc.index].pop_back();
+    p = free_[sc.index].front();
+    free_[sc.index].pop_front();
     cached_ -= sc.bytes;
   } else {
     ctx_->bind();

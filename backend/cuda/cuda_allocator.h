@@ -1,13 +1,14 @@
 // A caching allocator of device memory: blocks are rounded up to size classes and kept on
-// free lists when released, so the replay loop's allocations cost a list pop instead of
-// cuMemAlloc. All work runs on the backend's one stream, so a released block can be handed out
-// again at once: the stream orders its last use before any new one. Cached blocks go back to
-// the driver on trim() (ff::shutdown), when cuMemAlloc runs out of memory (then the allocation
-// is retried once), and beyond a cache limit.
+// free lists (first in, first out) when released, so the replay loop's allocations cost a list pop
+// instead of cuMemAlloc. All work runs on the backend's one stream, so a released block can be
+// handed out again at once: the stream orders its last use before any new one. Cached blocks go
+// back to the driver on trim() (ff::shutdown), when cuMemAlloc runs out of memory (then the
+// allocation is retried once), and beyond a cache limit.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -64,7 +65,10 @@ class DeviceAllocator {
   };
 
   std::unordered_map<CUdeviceptr, Block> live_;
-  std::vector<std::vector<CUdeviceptr>> free_;  // per size class
+  // Per size class, reused first in, first out: a replay's temporaries then come back at the
+  // same addresses even when the caller frees the previous outputs in between (graph nodes
+  // that see the same pointers need no re-binding).
+  std::vector<std::deque<CUdeviceptr>> free_;
   uint64_t bytes_ = 0, peak_ = 0, cached_ = 0;
 };
 

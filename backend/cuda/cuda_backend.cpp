@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 
 #include "backend/cuda/cuda_backend_impl.h"
@@ -65,6 +66,8 @@ CudaBackend::CudaBackend(const CudaOptions& options) : target_(options.target) {
     staging_[i] = std::make_unique<PinnedBuffer>(ctx_, kStagingBytes);
     staged_[i] = std::make_unique<Event>(ctx_);
   }
+  if (options.graphs && ctx_->api().has_graphs())
+    graphs_ = std::make_unique<GraphCache>(ctx_);
   alloc_->reset_peak();
   logging::cuda().info("cuda backend: PTX for sm_{} (ISA {}.{}), {} resident blocks of {}",
                        target_.sm, ptx_version_for(target_) / 10, ptx_version_for(target_) % 10,
@@ -78,6 +81,7 @@ CudaBackend::~CudaBackend() {
   } catch (const std::exception& e) {
     logging::cuda().error("cuda backend: at shutdown: {}", e.what());
   }
+  graphs_.reset();
   alloc_->release(partials_);
   alloc_->release(counter_);
   alloc_->release(total_);
@@ -227,6 +231,11 @@ KernelHandle CudaBackend::compile(const KernelIR& ir) {
 }
 
 void CudaBackend::flush_kernels() {
+  {
+    std::lock_guard lock(scratch_mutex_);
+    if (graphs_)
+      graphs_->clear();
+  }
   std::lock_guard lock(kernels_mutex_);
   kernels_.clear();
   generation_.fetch_add(1);
@@ -438,7 +447,10 @@ std::unique_ptr<Backend> create_cuda_backend(const CudaOptions& options) {
 }  // namespace cuda_backend
 
 std::unique_ptr<Backend> create_cuda_backend(const BackendOptions&) {
-  return cuda_backend::create_cuda_backend(cuda_backend::CudaOptions{});
+  cuda_backend::CudaOptions o;
+  const char* graphs = std::getenv("FF_CUDA_GRAPHS");  // "0": replay op by op
+  o.graphs = !(graphs && std::string(graphs) == "0");
+  return cuda_backend::create_cuda_backend(o);
 }
 
 }  // namespace ff

@@ -27,6 +27,7 @@ struct CudaOptions {
   int device = -1;                       // -1: FF_CUDA_DEVICE, default 0
   std::shared_ptr<const Driver> driver;  // null: the process-wide driver (Driver::shared())
   PtxTarget target;                      // what generated PTX is written for
+  bool graphs = true;                    // run replays as CUDA graphs where the driver can
 };
 
 /// Creates the backend with explicit options (tests, benchmarks).

@@ -14,6 +14,7 @@
 #include "backend/cuda/cuda_allocator.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_context.h"
+#include "backend/cuda/cuda_graph_replay.h"
 
 namespace ff::cuda_backend {
 
@@ -80,6 +81,11 @@ class CudaBackend final : public Backend {
 
   void guard(const SizeGuard&, bool) override {}
 
+  /// Command lists as CUDA graphs (cuda_graph_replay.cpp); op by op without graph support.
+  size_t submit(const CommandList& list) override;
+  bool prefers_command_lists() const override;
+  GraphStats graph_stats() const;
+
   /// Frees cached device memory (after waiting for the stream).
   void trim_memory() noexcept { alloc_->trim(); }
 
@@ -131,7 +137,7 @@ class CudaBackend final : public Backend {
 
   // Scratch for reduce / scan / compress partials, the reduce ticket counter and the compress
   // total (device), plus the page-locked word the total is read back through.
-  std::mutex scratch_mutex_;
+  mutable std::mutex scratch_mutex_;
   void* partials_ = nullptr;
   void* counter_ = nullptr;
   void* total_ = nullptr;
@@ -142,6 +148,11 @@ class CudaBackend final : public Backend {
   std::unique_ptr<PinnedBuffer> staging_[2];
   std::unique_ptr<Event> staged_[2];
   bool staged_used_[2] = {false, false};
+
+  // Graphs (null when the driver lacks them or they are switched off), and the nodes of the
+  // submission in progress; both under scratch_mutex_.
+  std::unique_ptr<GraphCache> graphs_;
+  GraphSink graph_sink_;
 
   std::atomic<uint64_t> generation_{0};
   std::atomic<uint64_t> compiles_{0}, cache_hits_{0}, launches_{0}, reductions_{0}, allocs_{0},

@@ -58,7 +58,8 @@ catch_discover_tests(ff_tests_cuda_sim TEST_PREFIX "cuda_sim." DISCOVERY_TIMEOUT
 
 # Without a GPU.
 ff_add_test(ff_tests_cuda_host cuda_host cuda_codegen_test.cpp cuda_backend_test.cpp
-            cuda_driver_test.cpp cuda/backend_env.cpp $<TARGET_OBJECTS:ff_test_cuda_support>)
+            cuda_driver_test.cpp cuda_graph_test.cpp cuda/backend_env.cpp
+            $<TARGET_OBJECTS:ff_test_cuda_support>)
 target_compile_definitions(ff_tests_cuda_host PRIVATE FF_HAVE_LLVM_BACKEND)
 # A stand-in libcuda.so (every entry point exported; cuInit's answer steered by FF_FAKE_CUINIT)
 # for the driver-loading tests, which open it by path.

@@ -435,6 +435,14 @@ CUresult f_exec_set_params(CUgraphExec e, CUgraphNode node, const CUDA_KERNEL_NO
   FakeNode n = node_of(p);
   if (n.fn != fe->nodes[k - 1].fn)  // CUDA refuses to change a node's function as well
     return fail(CUDA_ERROR_INVALID_VALUE, "kernel node update changes the function");
+  if (std::getenv("FF_FAKE_DEBUG")) {
+    std::cerr << "update node " << k << " grid " << fe->nodes[k - 1].grid << "->" << n.grid << ":";
+    for (size_t i = 0; i < n.params.size(); ++i)
+      if (n.params[i] != fe->nodes[k - 1].params[i])
+        std::cerr << " p" << i << " " << std::hex << fe->nodes[k - 1].params[i] << "->"
+                  << n.params[i] << std::dec;
+    std::cerr << "\n";
+  }
   fe->nodes[k - 1] = n;
   ++state().counters.node_updates;
   return CUDA_SUCCESS;
