@@ -46,6 +46,8 @@ int main(int argc, char* argv[]) {
       [](const ff::BackendOptions&, std::unique_ptr<ff::Backend>) {
         ff::cuda_backend::CudaOptions o;
         o.driver = ffcuda::fake_driver();
+        const char* graphs = std::getenv("FF_CUDA_GRAPHS");  // as the real factory reads it
+        o.graphs = !(graphs && std::string(graphs) == "0");
         return ff::cuda_backend::create_cuda_backend(o);
       },
       false);

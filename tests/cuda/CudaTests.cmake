@@ -14,7 +14,7 @@
 find_program(FF_PTXAS ptxas HINTS ENV CUDA_HOME ENV CUDA_PATH PATH_SUFFIXES bin
              PATHS /usr/local/cuda/bin DOC "ptxas of the CUDA toolkit (tests only)")
 add_library(ff_test_cuda_support OBJECT cuda/ptx_interpreter.cpp cuda/ir_corpus.cpp cuda/ptxas.cpp
-            cuda/fake_driver.cpp cuda/cross_corpus.cpp)
+            cuda/fake_driver.cpp cuda/fake_driver_handle.cpp cuda/cross_corpus.cpp)
 target_link_libraries(ff_test_cuda_support PUBLIC freezeframe Catch2::Catch2 spdlog::spdlog)
 target_include_directories(ff_test_cuda_support PUBLIC ${PROJECT_SOURCE_DIR}
                            ${CMAKE_CURRENT_SOURCE_DIR})
@@ -36,7 +36,7 @@ function(ff_add_cuda_test name)
 endfunction()
 
 set(FF_CUDA_CORPUS_SOURCES array_ops.cpp array_construct.cpp array_memory.cpp record_corpus.cpp
-    cuda_cross_test.cpp)
+    cuda_cross_test.cpp cuda_replay_modes_test.cpp)
 set(FF_CUDA_SKIPS "skipped: no CUDA device;skipped: recording files not available")
 
 # With a GPU.
@@ -45,6 +45,16 @@ ff_add_cuda_test(ff_tests_cuda ${FF_CUDA_CORPUS_SOURCES} cuda_backend_test.cpp
 target_compile_definitions(ff_tests_cuda PRIVATE FF_CUDA_TESTS_ON_GPU)
 catch_discover_tests(ff_tests_cuda TEST_PREFIX "cuda." DISCOVERY_TIMEOUT 60
   PROPERTIES LABELS cuda SKIP_REGULAR_EXPRESSION "${FF_CUDA_SKIPS}")
+
+# The GPU benchmarks (tests/gpu/run.sh runs them in full; a smoke run here).
+add_executable(ff_cuda_bench gpu/cuda_bench.cpp)
+target_link_libraries(ff_cuda_bench PRIVATE freezeframe spdlog::spdlog)
+target_include_directories(ff_cuda_bench PRIVATE ${PROJECT_SOURCE_DIR})
+ff_warnings(ff_cuda_bench)
+ff_apply_sanitizers(ff_cuda_bench)
+add_test(NAME cuda.bench_smoke COMMAND ff_cuda_bench --quick)
+set_tests_properties(cuda.bench_smoke PROPERTIES LABELS cuda TIMEOUT 300
+                     SKIP_REGULAR_EXPRESSION "skipped: no CUDA device")
 
 if(FF_CUDA_ONLY)
   return()
@@ -72,6 +82,18 @@ set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES
 file(GENERATE OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/ff_cuda_test_env.cmake
      CONTENT "set(ENV{FF_PTXAS} \"${FF_PTXAS}\")
 set(ENV{FF_TEST_FAKE_LIBCUDA} \"$<TARGET_FILE:ff_test_fake_libcuda>\")\n")
+
+# The simulated driver as a libcuda replacement (FF_CUDA_DRIVER_LIBRARY=<it>): runs the GPU
+# executables end to end without a GPU.
+add_library(ff_cuda_sim MODULE cuda/sim_libcuda.cpp cuda/fake_driver.cpp cuda/ptx_interpreter.cpp)
+target_include_directories(ff_cuda_sim PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include
+                           ${CMAKE_CURRENT_SOURCE_DIR})
+set_target_properties(ff_cuda_sim PROPERTIES CXX_VISIBILITY_PRESET hidden)
+ff_warnings(ff_cuda_sim)
+add_test(NAME cuda_sim.benchmarks_run_on_the_simulated_driver COMMAND ff_cuda_bench --quick)
+set_tests_properties(cuda_sim.benchmarks_run_on_the_simulated_driver PROPERTIES
+  LABELS "cuda_sim;slow" TIMEOUT 600 FAIL_REGULAR_EXPRESSION "skipped|WRONG|failed"
+  ENVIRONMENT "FF_CUDA_DRIVER_LIBRARY=$<TARGET_FILE:ff_cuda_sim>;FF_REQUIRE_CUDA=1")
 
 # Exports recordings made on LLVM for the GPU machine (tests/gpu/build.sh runs it).
 ff_add_program(ff_cuda_export_recordings gpu/export_recordings.cpp cuda/cross_corpus.cpp)

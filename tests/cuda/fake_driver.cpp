@@ -500,14 +500,9 @@ DriverApi fake_api(bool graphs) {
 
 }  // namespace
 
-std::shared_ptr<const Driver> fake_driver() {
-  static auto d = std::make_shared<const Driver>(fake_api(true), 12000, "fake driver");
-  return d;
-}
-
-std::shared_ptr<const Driver> fake_driver_without_graphs() {
-  static auto d = std::make_shared<const Driver>(fake_api(false), 11020, "fake driver (no graphs)");
-  return d;
+const DriverApi& fake_driver_api(bool graphs) {
+  static const DriverApi with = fake_api(true), without = fake_api(false);
+  return graphs ? with : without;
 }
 
 FakeDriverCounters fake_counters() {

@@ -41,6 +41,10 @@ void fake_set_device_count(int n);
 /// (0: no limit).
 void fake_set_memory_limit(uint64_t bytes);
 
+/// The fake driver's entry points (what libff_cuda_sim.so exports under the driver's names),
+/// with or without the graph entry points.
+const ff::cuda_backend::DriverApi& fake_driver_api(bool graphs = true);
+
 /// The fake driver without its graph entry points (a driver older than CUDA 11.4).
 std::shared_ptr<const ff::cuda_backend::Driver> fake_driver_without_graphs();
 
