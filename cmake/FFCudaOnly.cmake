@@ -1,5 +1,5 @@
 # FF_CUDA_ONLY=ON: a build for a machine that has only the NVIDIA driver (tests/gpu/): no LLVM
-# backend, and every dependency inside the binaries: libstdc++ and libgcc linked statically,
+# backend, and every dependency inside the binaries: libstdc++ linked statically,
 # xxHash from its static archive, spdlog and fmt header-only (Debian ships them as shared
 # libraries only; both are header-only libraries at heart, so their implementation is compiled
 # into our objects instead). glibc stays dynamic, so dlopen("libcuda.so.1") works.
@@ -23,6 +23,9 @@ set_target_properties(PkgConfig::XXHASH PROPERTIES
   IMPORTED_LOCATION "${FF_XXHASH_STATIC}"
   INTERFACE_INCLUDE_DIRECTORIES "${FF_XXHASH_INCLUDE}")
 
-add_link_options(-static-libstdc++ -static-libgcc)
+# libgcc stays shared (libgcc_s.so.1 is part of every Linux base system): GCC 12's static
+# unwinder would need glibc 2.35's _dl_find_object. tests/gpu/glibc_compat.cpp covers
+# arc4random (2.36); the binaries then need glibc 2.34.
+add_link_options(-static-libstdc++)
 add_compile_definitions(FF_NO_LLVM_BACKEND)
 message(STATUS "FF_CUDA_ONLY: no LLVM backend; static libstdc++, xxHash; header-only spdlog/fmt")

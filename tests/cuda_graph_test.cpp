@@ -265,9 +265,10 @@ TEST_CASE("peak memory of graph replay against op-by-op replay", "[cuda_host][gr
   ff::shutdown();
 }
 
-TEST_CASE("a failed batch still releases its buffers", "[cuda_host][graph]") {
+TEST_CASE("a failed batch still releases its buffers (graphs, op by op, the default submit)",
+          "[cuda_host][graph]") {
   register_fake_stacks();
-  for (const char* spec : {"cudafake", "cudafake-nographs"}) {
+  for (const char* spec : {"cudafake", "cudafake-nographs", "llvm"}) {  // llvm: the default
     INFO(spec);
     ff::shutdown();
     auto be = ff::backend_registry().create(spec, {});

@@ -33,12 +33,12 @@ DeviceAllocator::~DeviceAllocator() {
     sync_();
     ctx_->bind();
   } catch (const std::exception& e) {
-    logging::cuda().error("cuda backend: waiting for the stream before freeing memory: {}",
+    logging::cuda().debug("cuda backend: waiting for the stream before freeing memory: {}",
                           e.what());
   }
   free_cached_locked();
   for (auto& [p, block] : live_)
-    ctx_->api().cuMemFree(p);
+    ctx_->driver().log_failure(ctx_->api().cuMemFree(p), "cuMemFree");
   if (!live_.empty())
     logging::cuda().debug("cuda backend: freed {} buffers still allocated at shutdown",
                           live_.size());
@@ -119,8 +119,7 @@ void DeviceAllocator::free_cached_locked() noexcept {
   }
   for (auto& list : free_) {
     for (CUdeviceptr p : list)
-      if (CUresult r = ctx_->api().cuMemFree(p); r != CUDA_SUCCESS)
-        logging::cuda().error("cuda backend: cuMemFree failed: {}", ctx_->driver().error_text(r));
+      ctx_->driver().log_failure(ctx_->api().cuMemFree(p), "cuMemFree");
     list.clear();
   }
   cached_ = 0;

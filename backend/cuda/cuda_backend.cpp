@@ -77,10 +77,11 @@ CudaBackend::CudaBackend(const CudaOptions& options) : target_(options.target) {
 CudaBackend::~CudaBackend() {
   try {
     ctx_->bind();
-    stream_->synchronize();
-  } catch (const std::exception& e) {
-    logging::cuda().error("cuda backend: at shutdown: {}", e.what());
+  } catch (...) {
   }
+  // At process exit the driver may already be gone (CUDA_ERROR_DEINITIALIZED): nothing to say.
+  ctx_->driver().log_failure(ctx_->api().cuStreamSynchronize(stream_->get()),
+                             "cuStreamSynchronize");
   graphs_.reset();
   alloc_->release(partials_);
   alloc_->release(counter_);
@@ -335,8 +336,7 @@ void CudaBackend::issue_copy(LaunchSink& sink, void* dst, const void* src, size_
 void CudaBackend::issue_reduce(LaunchSink& sink, ReduceOp op, ScalarType type, const void* in,
                                size_t count, void* out) {
   if (!reduce_defined(op, type))
-    throw BackendError(std::string("cuda backend: reduce ") +
-                       (static_cast<unsigned>(op) < 6 ? "op " + std::to_string(int(op)) : "?") +
+    throw BackendError(std::string("cuda backend: reduce ") + reduce_op_name(op) +
                        " is not defined for " + to_string(type));
   std::string key = "reduce" + std::to_string(int(op)) + "." + to_string(type);
   CUfunction fn = builtin(

@@ -84,13 +84,10 @@ class CudaBackend final : public Backend {
   /// Command lists as CUDA graphs (cuda_graph_replay.cpp); op by op without graph support.
   size_t submit(const CommandList& list) override;
   bool prefers_command_lists() const override;
-  GraphStats graph_stats() const;
-
-  /// Frees cached device memory (after waiting for the stream).
-  void trim_memory() noexcept { alloc_->trim(); }
 
   // The operations as launches into a sink (the stream, or a graph): the same kernels and
-  // parameter layouts both ways. Callers hold no lock; these take what they need.
+  // parameter layouts both ways. Callers that use the scratch buffers (reduce, scan,
+  // compress) hold scratch_mutex_ for the whole sequence.
   void issue_launch(LaunchSink& sink, const CudaKernel& k, size_t size,
                     std::span<const uint64_t> arg_bits);
   void issue_fill(LaunchSink& sink, void* ptr, size_t count, uint32_t elem_size, uint64_t value);
@@ -107,21 +104,12 @@ class CudaBackend final : public Backend {
 
   const CudaContext& context() const { return *ctx_; }
 
-  const std::shared_ptr<const CudaContext>& context_ptr() const { return ctx_; }
-
-  CUstream stream() const { return stream_->get(); }
-
-  /// Takes `mutex()` around a sequence that uses the shared scratch buffers.
-  std::mutex& scratch_mutex() { return scratch_mutex_; }
-
   /// The kernel of a handle compiled by this backend's context; throws ff::BackendError.
   const CudaKernel& kernel_of(const KernelHandle& h) const;
 
  private:
   CUfunction builtin(const std::string& key, const std::function<std::string()>& make,
                      const char* entry);
-
-  unsigned resident_blocks() const { return resident_blocks_; }
 
   std::shared_ptr<const CudaContext> ctx_;
   PtxTarget target_;

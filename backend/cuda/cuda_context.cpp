@@ -46,12 +46,8 @@ CudaContext::CudaContext(std::shared_ptr<const Driver> driver, int ordinal)
 }
 
 CudaContext::~CudaContext() {
-  if (ctx_) {
-    CUresult r = api().cuDevicePrimaryCtxRelease(device_);
-    if (r != CUDA_SUCCESS)
-      logging::cuda().error("cuda backend: releasing the primary context failed: {}",
-                            driver_->error_text(r));
-  }
+  if (ctx_)
+    driver_->log_failure(api().cuDevicePrimaryCtxRelease(device_), "cuDevicePrimaryCtxRelease");
 }
 
 void CudaContext::bind() const {
@@ -73,8 +69,7 @@ Stream::~Stream() {
     ctx_->bind();
   } catch (...) {
   }
-  if (CUresult r = ctx_->api().cuStreamDestroy(stream_); r != CUDA_SUCCESS)
-    logging::cuda().error("cuda backend: cuStreamDestroy failed: {}", ctx_->driver().error_text(r));
+  ctx_->driver().log_failure(ctx_->api().cuStreamDestroy(stream_), "cuStreamDestroy");
 }
 
 void Stream::synchronize() const {
@@ -90,9 +85,7 @@ Event::Event(std::shared_ptr<const CudaContext> ctx, bool timing) : ctx_(std::mo
 
 Event::~Event() {
   if (event_)
-    if (CUresult r = ctx_->api().cuEventDestroy(event_); r != CUDA_SUCCESS)
-      logging::cuda().error("cuda backend: cuEventDestroy failed: {}",
-                            ctx_->driver().error_text(r));
+    ctx_->driver().log_failure(ctx_->api().cuEventDestroy(event_), "cuEventDestroy");
 }
 
 void Event::record(CUstream stream) const {
@@ -131,8 +124,7 @@ Module::~Module() {
     ctx_->bind();
   } catch (...) {
   }
-  if (CUresult r = ctx_->api().cuModuleUnload(module_); r != CUDA_SUCCESS)
-    logging::cuda().error("cuda backend: cuModuleUnload failed: {}", ctx_->driver().error_text(r));
+  ctx_->driver().log_failure(ctx_->api().cuModuleUnload(module_), "cuModuleUnload");
 }
 
 CUfunction Module::function(const char* name) const {
@@ -149,8 +141,7 @@ PinnedBuffer::PinnedBuffer(std::shared_ptr<const CudaContext> ctx, size_t bytes)
 
 PinnedBuffer::~PinnedBuffer() {
   if (data_)
-    if (CUresult r = ctx_->api().cuMemFreeHost(data_); r != CUDA_SUCCESS)
-      logging::cuda().error("cuda backend: cuMemFreeHost failed: {}", ctx_->driver().error_text(r));
+    ctx_->driver().log_failure(ctx_->api().cuMemFreeHost(data_), "cuMemFreeHost");
 }
 
 }  // namespace ff::cuda_backend

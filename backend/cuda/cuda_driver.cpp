@@ -162,6 +162,15 @@ void Driver::fail(CUresult code, const char* call, std::source_location where) c
                      " at " + file + ":" + std::to_string(where.line()));
 }
 
+void Driver::log_failure(CUresult code, const char* call) const noexcept {
+  if (code == CUDA_SUCCESS || code == CUDA_ERROR_DEINITIALIZED)
+    return;
+  try {
+    logging::cuda().error("cuda backend: {} failed: {}", call, error_text(code));
+  } catch (...) {
+  }
+}
+
 int cuda_device_from_env() {
   const char* v = std::getenv("FF_CUDA_DEVICE");
   if (!v || !*v)

@@ -92,6 +92,10 @@ class Driver {
 
   [[noreturn]] void fail(CUresult code, const char* call, std::source_location where) const;
 
+  /// For destructors (which log instead of throwing): logs a failed `call` at error level,
+  /// except CUDA_ERROR_DEINITIALIZED (the process is exiting and the driver went first).
+  void log_failure(CUresult code, const char* call) const noexcept;
+
  private:
   Driver() = default;
 

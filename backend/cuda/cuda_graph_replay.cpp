@@ -81,7 +81,6 @@ void GraphCache::build(Graph& g, const GraphSink& sink) {
   }
   ctx_->check(api.cuGraphInstantiateWithFlags(&g.exec, g.graph, 0), "cuGraphInstantiateWithFlags");
   g.bound = sink;
-  ++stats_.builds;
 }
 
 void GraphCache::run(uint64_t key, const GraphSink& sink, CUstream stream) {
@@ -118,7 +117,6 @@ void GraphCache::run(uint64_t key, const GraphSink& sink, CUstream stream) {
         CUDA_KERNEL_NODE_PARAMS p = node_params(now, sink.params.data(), ptrs);
         ctx_->check(ctx_->api().cuGraphExecKernelNodeSetParams(g.exec, g.handles[i], &p),
                     "cuGraphExecKernelNodeSetParams");
-        ++stats_.node_updates;
         g.bound.nodes[i].grid = now.grid;
         std::copy(sink.params.begin() + now.param_begin,
                   sink.params.begin() + now.param_begin + now.n_params,
@@ -131,7 +129,6 @@ void GraphCache::run(uint64_t key, const GraphSink& sink, CUstream stream) {
     graphs_.erase(it);
     throw;
   }
-  ++stats_.launches;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -223,11 +220,6 @@ size_t CudaBackend::submit(const CommandList& list) {
     release_all();
     throw;
   }
-}
-
-GraphStats CudaBackend::graph_stats() const {
-  std::lock_guard lock(scratch_mutex_);
-  return graphs_ ? graphs_->stats() : GraphStats{};
 }
 
 }  // namespace ff::cuda_backend

@@ -41,12 +41,6 @@ class GraphSink final : public LaunchSink {
   std::vector<uint64_t> params;
 };
 
-struct GraphStats {
-  uint64_t builds = 0;        // graphs built and instantiated
-  uint64_t launches = 0;      // graph launches
-  uint64_t node_updates = 0;  // kernel nodes re-bound
-};
-
 /// Instantiated graphs by command-list key (at most `capacity`, least recently used dropped).
 /// Not thread-safe: the backend serialises submissions.
 class GraphCache {
@@ -64,8 +58,6 @@ class GraphCache {
 
   /// Drops every graph (their kernels may be flushed).
   void clear() noexcept;
-
-  const GraphStats& stats() const { return stats_; }
 
   size_t size() const { return graphs_.size(); }
 
@@ -85,7 +77,6 @@ class GraphCache {
   size_t capacity_;
   uint64_t clock_ = 0;
   std::unordered_map<uint64_t, Graph> graphs_;
-  GraphStats stats_;
 };
 
 }  // namespace ff::cuda_backend

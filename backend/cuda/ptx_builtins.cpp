@@ -15,13 +15,6 @@ namespace {
 
 constexpr unsigned kWarps = kBuiltinBlock / 32;
 
-// (backend.h declares ff::to_string(ReduceOp) but nothing defines it yet.)
-const char* op_name(ReduceOp op) {
-  static const char* const names[] = {"sum", "prod", "min", "max", "and", "or"};
-  auto i = static_cast<unsigned>(op);
-  return i < 6 ? names[i] : "invalid-op";
-}
-
 // How a reduction or scan holds its values: Bool as a 0/1 u32.
 struct Acc {
   ScalarType type;  // the element type (Bool included)
@@ -234,10 +227,7 @@ class Kernel {
         w.op("mov.b32 {}, {}", in, v);
       }
       w.op("shfl.sync.{}.b32 {}, {}, {}, {}, 0xffffffff", mode, res, in, b, c);
-      if (a.fp)
-        w.op("mov.b32 {}, {}", out, res);
-      else
-        w.op("mov.b32 {}, {}", out, res);
+      w.op("mov.b32 {}, {}", out, res);
       return out;
     }
     std::string in = v;
@@ -370,6 +360,13 @@ const char* store_type(unsigned size) {
 
 }  // namespace
 
+// (backend.h declares ff::to_string(ReduceOp) but nothing defines it yet.)
+const char* reduce_op_name(ReduceOp op) {
+  static const char* const names[] = {"sum", "prod", "min", "max", "and", "or"};
+  auto i = static_cast<unsigned>(op);
+  return i < 6 ? names[i] : "invalid-op";
+}
+
 bool reduce_defined(ReduceOp op, ScalarType type) {
   if (!is_valid(type) || static_cast<unsigned>(op) > 5)
     return false;
@@ -451,8 +448,8 @@ std::string ptx_copy(const PtxTarget& target) {
 
 std::string ptx_reduce(ReduceOp op, ScalarType type, const PtxTarget& target) {
   if (!reduce_defined(op, type))
-    throw BackendError(std::string("cuda backend: reduce ") + op_name(op) + " is not defined for " +
-                       to_string(type));
+    throw BackendError(std::string("cuda backend: reduce ") + reduce_op_name(op) +
+                       " is not defined for " + to_string(type));
   Acc a = acc_of(type);
   unsigned elem = static_cast<unsigned>(size_of(type));
   Kernel k("ff_reduce", {"ff_n", "ff_in", "ff_out", "ff_partials", "ff_counter"}, 8 * kWarps + 8);

@@ -41,6 +41,9 @@ std::string ptx_prefix_sum(ScalarType type, bool exclusive, const PtxTarget& tar
 /// ff_compress_count and ff_compress_write.
 std::string ptx_compress(const PtxTarget& target);
 
+/// "sum", "prod", ... for messages.
+const char* reduce_op_name(ReduceOp op);
+
 /// True when `op` over `type` is defined (as host_reduce: And/Or need integers or Bool,
 /// Sum/Prod need a numeric type).
 bool reduce_defined(ReduceOp op, ScalarType type);

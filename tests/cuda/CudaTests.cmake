@@ -43,11 +43,14 @@ set(FF_CUDA_SKIPS "skipped: no CUDA device;skipped: recording files not availabl
 ff_add_cuda_test(ff_tests_cuda ${FF_CUDA_CORPUS_SOURCES} cuda_backend_test.cpp
                  cuda/backend_env.cpp)
 target_compile_definitions(ff_tests_cuda PRIVATE FF_CUDA_TESTS_ON_GPU)
+if(FF_CUDA_ONLY)
+  target_sources(ff_tests_cuda PRIVATE gpu/glibc_compat.cpp)
+endif()
 catch_discover_tests(ff_tests_cuda TEST_PREFIX "cuda." DISCOVERY_TIMEOUT 60
   PROPERTIES LABELS cuda SKIP_REGULAR_EXPRESSION "${FF_CUDA_SKIPS}")
 
 # The GPU benchmarks (tests/gpu/run.sh runs them in full; a smoke run here).
-add_executable(ff_cuda_bench gpu/cuda_bench.cpp)
+add_executable(ff_cuda_bench gpu/cuda_bench.cpp $<$<BOOL:${FF_CUDA_ONLY}>:gpu/glibc_compat.cpp>)
 target_link_libraries(ff_cuda_bench PRIVATE freezeframe spdlog::spdlog)
 target_include_directories(ff_cuda_bench PRIVATE ${PROJECT_SOURCE_DIR})
 ff_warnings(ff_cuda_bench)

@@ -47,21 +47,27 @@ cp "$cuda_only/tests/ff_tests_cuda" "$cuda_only/tests/ff_cuda_bench" "$stage/bin
 strip --strip-debug "$stage/bin/"*
 "$full/tests/ff_cuda_export_recordings" "$stage/data"
 
-# Only glibc's libraries (and the dynamic loader) may remain.
+# Only glibc's libraries, the dynamic loader and libgcc_s may remain; report the newest glibc
+# symbol version needed (2.34 expected: see cmake/FFCudaOnly.cmake).
+glibc_needed=""
 for b in "$stage/bin/"*; do
   extra="$(ldd "$b" | awk '{print $1}' |
-    grep -Ev '^(linux-vdso\.so|libc\.so|libm\.so|libdl\.so|libpthread\.so|librt\.so|/lib64/ld-linux)' ||
+    grep -Ev '^(linux-vdso\.so|libc\.so|libm\.so|libdl\.so|libpthread\.so|librt\.so|libgcc_s\.so|/lib64/ld-linux)' ||
     true)"
   if [[ -n "$extra" ]]; then
     echo "build.sh: $(basename "$b") needs more than glibc: $extra" >&2
     exit 1
   fi
+  glibc_needed="$( (echo "$glibc_needed"; objdump -T "$b" | grep -o 'GLIBC_[0-9.]*') |
+    sed 's/GLIBC_//' | sort -uV | tail -n 1)"
 done
+echo "== the binaries need glibc >= $glibc_needed"
 
 {
   echo "commit $(git rev-parse HEAD 2>/dev/null || echo unknown)"
   echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -m)"
   ls -l "$stage/bin"
+  echo "needs glibc >= $glibc_needed, libgcc_s.so.1, libcuda.so.1 (at run time)"
   echo "data files: $(find "$stage/data" -type f | wc -l)"
 } >"$stage/manifest.txt"
 

@@ -5,6 +5,10 @@
 #
 #   bash tests/gpu/run.sh        (from the repository root; FF_GPU_STAGE overrides the stage)
 #
+# A dry run without a GPU, on the simulated driver (slow: the PTX is interpreted):
+#   FF_CUDA_DRIVER_LIBRARY=build/tests/libff_cuda_sim.so FF_GPU_TEST_LIMIT=1200 \
+#   FF_GPU_BENCH_ARGS=--quick bash tests/gpu/run.sh
+#
 # What it checks:
 #   1. ff_tests_cuda with FF_REQUIRE_CUDA=1 (a missing device fails instead of skipping):
 #      - the backend through the Backend interface: memory, staged copies, fills, reduce /
@@ -43,14 +47,16 @@ export FF_REQUIRE_CUDA=1
 export FF_CUDA_CROSS_DATA="$stage/data"
 export FF_LOG_LEVEL="${FF_LOG_LEVEL:-warn}"
 
-echo "== tests (limit 180 s)"
-timeout -k 10 180 "$stage/bin/ff_tests_cuda" -r compact >"$logs/tests.log" 2>&1
+test_limit="${FF_GPU_TEST_LIMIT:-180}"    # seconds; raised for dry runs on the simulated driver
+bench_limit="${FF_GPU_BENCH_LIMIT:-90}"
+echo "== tests (limit $test_limit s)"
+timeout -k 10 "$test_limit" "$stage/bin/ff_tests_cuda" -r compact >"$logs/tests.log" 2>&1
 tests_rc=$?
 tail -n 25 "$logs/tests.log"
 ((tests_rc == 0)) || status=1
 
-echo "== benchmarks (limit 90 s)"
-timeout -k 10 90 "$stage/bin/ff_cuda_bench" >"$logs/bench.log" 2>&1
+echo "== benchmarks (limit $bench_limit s)"
+timeout -k 10 "$bench_limit" "$stage/bin/ff_cuda_bench" ${FF_GPU_BENCH_ARGS:-} >"$logs/bench.log" 2>&1
 bench_rc=$?
 cat "$logs/bench.log"
 ((bench_rc == 0)) || status=1
