@@ -13,6 +13,7 @@
 #include <limits>
 #include <random>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "backend/cuda/ptx_builtins.h"
@@ -26,6 +27,25 @@ using ffcuda::make_cuda_backend;
 using ffcuda::require_cuda;
 
 namespace {
+
+// Wrapping integer arithmetic (in the unsigned type: no signed overflow in the reference).
+template <class T>
+T wrap_add(T a, T b) {
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) +
+                          static_cast<std::make_unsigned_t<T>>(b));
+  else
+    return T(a + b);
+}
+
+template <class T>
+T wrap_mul(T a, T b) {
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) *
+                          static_cast<std::make_unsigned_t<T>>(b));
+  else
+    return T(a * b);
+}
 
 using Bool8 = uint8_t;
 
@@ -153,12 +173,12 @@ T reduce_ref(ReduceOp op, const std::vector<T>& v) {
     case ReduceOp::Sum:
       r = T(0);
       for (T x : v)
-        r = T(r + x);
+        r = wrap_add(r, x);
       break;
     case ReduceOp::Prod:
       r = T(1);
       for (T x : v)
-        r = T(r * x);
+        r = wrap_mul(r, x);
       break;
     case ReduceOp::Min:
       r = L::has_infinity ? L::infinity() : L::max();
@@ -252,7 +272,7 @@ TEST_CASE("backend: prefix_sum inclusive and exclusive, in place", "[cuda_backen
           x = std::is_floating_point_v<T> ? T(int(g() % 9) - 4) : static_cast<T>(g());
         T acc = T(0);
         for (size_t i = 0; i < n; ++i) {
-          T next = T(acc + v[i]);
+          T next = wrap_add(acc, v[i]);
           want[i] = exclusive ? acc : next;
           acc = next;
         }

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
-#include <regex>
+#include <type_traits>
 
 #include "backend/cuda/ptx_builtins.h"
 #include "backend/cuda/ptx_codegen.h"
@@ -29,6 +29,25 @@ using namespace ff::cuda_backend;
 using ffcuda::PtxModule;
 
 namespace {
+
+// Wrapping integer arithmetic (in the unsigned type: no signed overflow in the reference).
+template <class T>
+T wrap_add(T a, T b) {
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) +
+                          static_cast<std::make_unsigned_t<T>>(b));
+  else
+    return T(a + b);
+}
+
+template <class T>
+T wrap_mul(T a, T b) {
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) *
+                          static_cast<std::make_unsigned_t<T>>(b));
+  else
+    return T(a * b);
+}
 
 // Every built-in module the backend can ask for.
 std::vector<std::string> builtin_modules(const PtxTarget& t) {
@@ -347,12 +366,12 @@ T host_reduce_ref(ReduceOp op, const std::vector<T>& v) {
     case ReduceOp::Sum:
       r = T(0);
       for (T x : v)
-        r = T(r + x);
+        r = wrap_add(r, x);
       return r;
     case ReduceOp::Prod:
       r = T(1);
       for (T x : v)
-        r = T(r * x);
+        r = wrap_mul(r, x);
       return r;
     case ReduceOp::Min:
     case ReduceOp::Max: {
@@ -484,7 +503,7 @@ void check_scan(bool exclusive, size_t n, unsigned max_blocks, bool in_place) {
   std::vector<T> want(n);
   T acc = T(0);
   for (size_t i = 0; i < n; ++i) {
-    T next = T(acc + v[i]);
+    T next = wrap_add(acc, v[i]);
     want[i] = exclusive ? acc : next;
     acc = next;
   }

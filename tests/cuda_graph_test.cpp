@@ -208,6 +208,27 @@ TEST_CASE("a driver without graph entry points replays op by op", "[cuda_host][g
   ff::shutdown();
 }
 
+TEST_CASE("a driver that refuses graphs: a warning, then op by op, results unchanged",
+          "[cuda_host][graph]") {
+  register_fake_stacks();
+  fresh("cudafake");
+  Inputs in = make_inputs("graph work", work_specs(), 300);
+  ff::Recording r = ff::record(in, [&] { return work(in); });
+  std::vector<HostArray> want = replay_on("cudafake-nographs", r, 300);
+  fresh("cudafake");
+  ffcuda::fake_set_graph_failure(true);
+  ffcuda::FakeDriverCounters c0 = ffcuda::fake_counters();
+  std::vector<HostArray> got = snapshot(r.replay(make_inputs("graph work", work_specs(), 300)));
+  std::vector<HostArray> again = snapshot(r.replay(make_inputs("graph work", work_specs(), 300)));
+  ffcuda::FakeDriverCounters c1 = ffcuda::fake_counters();
+  ffcuda::fake_set_graph_failure(false);
+  require_same(got, want, "after the graph failure");
+  require_same(again, want, "op by op from then on");
+  CHECK(c1.graph_launches == c0.graph_launches);
+  CHECK(c1.launches > c0.launches);
+  ff::shutdown();
+}
+
 TEST_CASE("a replay inside an open recording scope is recorded op by op", "[cuda_host][graph]") {
   register_fake_stacks();
   fresh("cudafake");

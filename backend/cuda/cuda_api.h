@@ -38,6 +38,7 @@ inline constexpr CUresult CUDA_ERROR_INVALID_PTX = 218;
 inline constexpr CUresult CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222;
 inline constexpr CUresult CUDA_ERROR_NOT_FOUND = 500;
 inline constexpr CUresult CUDA_ERROR_NOT_READY = 600;
+inline constexpr CUresult CUDA_ERROR_NOT_SUPPORTED = 801;
 inline constexpr CUresult CUDA_ERROR_SYSTEM_DRIVER_MISMATCH = 803;
 inline constexpr CUresult CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE = 804;
 

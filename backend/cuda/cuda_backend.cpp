@@ -66,8 +66,10 @@ CudaBackend::CudaBackend(const CudaOptions& options) : target_(options.target) {
     staging_[i] = std::make_unique<PinnedBuffer>(ctx_, kStagingBytes);
     staged_[i] = std::make_unique<Event>(ctx_);
   }
-  if (options.graphs && ctx_->api().has_graphs())
+  if (options.graphs && ctx_->api().has_graphs()) {
     graphs_ = std::make_unique<GraphCache>(ctx_);
+    graphs_enabled_ = true;
+  }
   alloc_->reset_peak();
   logging::cuda().info("cuda backend: PTX for sm_{} (ISA {}.{}), {} resident blocks of {}",
                        target_.sm, ptx_version_for(target_) / 10, ptx_version_for(target_) % 10,

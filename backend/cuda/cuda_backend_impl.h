@@ -140,6 +140,7 @@ class CudaBackend final : public Backend {
   // Graphs (null when the driver lacks them or they are switched off), and the nodes of the
   // submission in progress; both under scratch_mutex_.
   std::unique_ptr<GraphCache> graphs_;
+  std::atomic<bool> graphs_enabled_{false};
   GraphSink graph_sink_;
 
   std::atomic<uint64_t> generation_{0};

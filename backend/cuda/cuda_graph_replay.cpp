@@ -134,11 +134,11 @@ void GraphCache::run(uint64_t key, const GraphSink& sink, CUstream stream) {
 // ---------------------------------------------------------------------------------------
 
 bool CudaBackend::prefers_command_lists() const {
-  return graphs_ != nullptr;
+  return graphs_enabled_.load(std::memory_order_relaxed);
 }
 
 size_t CudaBackend::submit(const CommandList& list) {
-  if (!graphs_ || list.empty())
+  if (!graphs_enabled_.load(std::memory_order_relaxed) || list.empty())
     return Backend::submit(list);
   bool released = false;
   auto release_all = [&] {  // the list's releases happen once, on every path
@@ -153,7 +153,12 @@ size_t CudaBackend::submit(const CommandList& list) {
   };
   try {
     ctx_->bind();
-    std::lock_guard lock(scratch_mutex_);
+    std::unique_lock lock(scratch_mutex_);
+    if (!graphs_) {  // switched off by another thread meanwhile
+      lock.unlock();
+      released = true;  // Backend::submit disposes of the releases, also when it throws
+      return Backend::submit(list);
+    }
     GraphSink& sink = graph_sink_;
     sink.clear();
     bool compress = false;
@@ -207,7 +212,18 @@ size_t CudaBackend::submit(const CommandList& list) {
           break;  // after the graph is queued
       }
     }
-    graphs_->run(list.key, sink, stream_->get());
+    try {
+      graphs_->run(list.key, sink, stream_->get());
+    } catch (const BackendError& e) {
+      // The driver refused a graph operation (nothing was queued): run op by op from now on.
+      logging::cuda().warn(
+          "cuda backend: graph replay failed, replays run op by op from now on: {}", e.what());
+      graphs_.reset();
+      graphs_enabled_.store(false);
+      lock.unlock();
+      released = true;  // Backend::submit disposes of the releases, also when it throws
+      return Backend::submit(list);
+    }
     launches_.fetch_add(n_launches, std::memory_order_relaxed);
     reductions_.fetch_add(n_reductions, std::memory_order_relaxed);
     // The graph is queued: released buffers may be handed out again (stream order).

@@ -44,6 +44,7 @@ struct State {
   std::mutex mutex;
   int devices = 1;
   uint64_t memory_limit = 0;
+  bool graph_failure = false;
   std::map<uint64_t, uint64_t> device_memory;  // begin -> bytes
   std::map<uint64_t, uint64_t> host_memory;    // pinned: begin -> bytes
   std::map<FakeModule*, std::unique_ptr<FakeModule>> modules;
@@ -402,6 +403,8 @@ CUresult f_graph_instantiate(CUgraphExec* e, CUgraph g, unsigned long long) {
   auto* fg = reinterpret_cast<FakeGraph*>(g);
   if (!state().graphs.count(fg))
     return kInvalidHandle;
+  if (state().graph_failure)
+    return fail(CUDA_ERROR_NOT_SUPPORTED, "graph instantiation refused (simulated)");
   auto copy = std::make_unique<FakeGraph>(*fg);
   *e = reinterpret_cast<CUgraphExec>(copy.get());
   state().execs[copy.get()] = std::move(copy);
@@ -513,6 +516,11 @@ FakeDriverCounters fake_counters() {
 void fake_set_device_count(int n) {
   LOCK;
   state().devices = n;
+}
+
+void fake_set_graph_failure(bool fail) {
+  LOCK;
+  state().graph_failure = fail;
 }
 
 void fake_set_memory_limit(uint64_t bytes) {

@@ -41,6 +41,9 @@ void fake_set_device_count(int n);
 /// (0: no limit).
 void fake_set_memory_limit(uint64_t bytes);
 
+/// Makes cuGraphInstantiateWithFlags fail (a driver that refuses graphs) while `fail` is set.
+void fake_set_graph_failure(bool fail);
+
 /// The fake driver's entry points (what libff_cuda_sim.so exports under the driver's names),
 /// with or without the graph entry points.
 const ff::cuda_backend::DriverApi& fake_driver_api(bool graphs = true);

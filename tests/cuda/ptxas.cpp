@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -63,17 +62,20 @@ std::string combine_modules(const std::vector<std::string>& modules, unsigned sm
   target.sm = sm;
   std::string out =
       ff::cuda_backend::ptx_module_header(target) + ff::cuda_backend::ptx_math_globals();
-  static const std::regex entry(R"(\.entry (\w+)\()");
   for (size_t k = 0; k < modules.size(); ++k) {
     std::stringstream ss(modules[k]);
-    std::string line, body;
+    std::string line;
     while (std::getline(ss, line)) {
       if (line.rfind(".version", 0) == 0 || line.rfind(".target", 0) == 0 ||
           line.rfind(".address_size", 0) == 0 || line.rfind(".global", 0) == 0)
         continue;
-      body += line + "\n";
+      // ".entry name(" -> ".entry name_<k>(" (entry names must be unique in one module)
+      size_t e = line.find(".entry ");
+      size_t paren = e == std::string::npos ? e : line.find('(', e);
+      if (paren != std::string::npos)
+        line.insert(paren, "_" + std::to_string(k));
+      out += line + "\n";
     }
-    out += std::regex_replace(body, entry, ".entry $1_" + std::to_string(k) + "(");
   }
   return out;
 }

@@ -47,8 +47,8 @@ export FF_REQUIRE_CUDA=1
 export FF_CUDA_CROSS_DATA="$stage/data"
 export FF_LOG_LEVEL="${FF_LOG_LEVEL:-warn}"
 
-test_limit="${FF_GPU_TEST_LIMIT:-180}"    # seconds; raised for dry runs on the simulated driver
-bench_limit="${FF_GPU_BENCH_LIMIT:-90}"
+test_limit="${FF_GPU_TEST_LIMIT:-210}"    # seconds; raised for dry runs on the simulated driver
+bench_limit="${FF_GPU_BENCH_LIMIT:-75}"
 echo "== tests (limit $test_limit s)"
 timeout -k 10 "$test_limit" "$stage/bin/ff_tests_cuda" -r compact >"$logs/tests.log" 2>&1
 tests_rc=$?
