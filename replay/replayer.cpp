@@ -35,7 +35,9 @@ class Run {
         backend_(backend),
         options_(options),
         s_(t_scratch),
-        batch_(!options.provenance && backend.prefers_command_lists()) {
+        // Op by op when an observer times or traces each op, or when an outer recording
+        // must see single ops with their provenance.
+        batch_(!options.provenance && !options.observer && backend.prefers_command_lists()) {
     s_.list.clear();
     size_t n = d_.slots.size();
     s_.ptr.assign(n, nullptr);

@@ -218,7 +218,7 @@ TEST_CASE("backend: reduce, every op and type, count 0 gives the identity", "[cu
     for (int o = 0; o < 6; ++o) {
       auto op = ReduceOp(o);
       T* out = env.alloc<T>(1);
-      if (!cuda_backend::reduce_defined(op, type_of<T>())) {
+      if (!ff::reduce_defined(op, type_of<T>())) {
         CHECK_THROWS_AS(env.be->reduce(op, type_of<T>(), out, 1, out), BackendError);
         continue;
       }

@@ -360,19 +360,11 @@ const char* store_type(unsigned size) {
 
 }  // namespace
 
-// (backend.h declares ff::to_string(ReduceOp) but nothing defines it yet.)
+// (ff::to_string(ReduceOp) is defined in the recorder, above the backends in the link graph.)
 const char* reduce_op_name(ReduceOp op) {
   static const char* const names[] = {"sum", "prod", "min", "max", "and", "or"};
   auto i = static_cast<unsigned>(op);
   return i < 6 ? names[i] : "invalid-op";
-}
-
-bool reduce_defined(ReduceOp op, ScalarType type) {
-  if (!is_valid(type) || static_cast<unsigned>(op) > 5)
-    return false;
-  if (type == ScalarType::Bool)
-    return op != ReduceOp::Sum && op != ReduceOp::Prod;
-  return is_integer(type) || (op != ReduceOp::And && op != ReduceOp::Or);
 }
 
 unsigned accumulator_bytes(ScalarType type) {

@@ -44,10 +44,6 @@ std::string ptx_compress(const PtxTarget& target);
 /// "sum", "prod", ... for messages.
 const char* reduce_op_name(ReduceOp op);
 
-/// True when `op` over `type` is defined (as host_reduce: And/Or need integers or Bool,
-/// Sum/Prod need a numeric type).
-bool reduce_defined(ReduceOp op, ScalarType type);
-
 /// Bytes of one partial result of ff_reduce / ff_scan_partials for `type` (Bool: 4).
 unsigned accumulator_bytes(ScalarType type);
 

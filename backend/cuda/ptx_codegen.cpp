@@ -614,12 +614,23 @@ std::string KernelEmitter::emit_binary(const IrInstr& in, unsigned u) {
       w_.op("{}.{} {}, {}, {}", in.op == IrOp::Div ? "div" : "rem", arith(t), r, a, d);
       return r;
     }
-    case IrOp::Min:  // floats: a NaN operand is ignored, as fmin
-      w_.op("min.{} {}, {}, {}", arith(t), r, a, b);
+    case IrOp::Min:
+    case IrOp::Max: {
+      bool mx = in.op == IrOp::Max;
+      if (!fp) {
+        w_.op("{}.{} {}, {}, {}", mx ? "max" : "min", arith(t), r, a, b);
+        return r;
+      }
+      // isnan(a) || b < a ? b : a (Max: b > a), as docs/kernel-ir.md: a NaN operand is
+      // ignored and of two equal operands (+0 and -0) the first is the result, which PTX's
+      // min/max.f leave to the hardware.
+      std::string take_b = pred(), a_nan = pred();
+      w_.op("setp.{}.{} {}, {}, {}", mx ? "gt" : "lt", arith(t), take_b, b, a);
+      w_.op("setp.nan.{} {}, {}, {}", arith(t), a_nan, a, a);
+      w_.op("or.pred {}, {}, {}", take_b, take_b, a_nan);
+      w_.op("selp.{} {}, {}, {}, {}", arith(t), r, b, a, take_b);
       return r;
-    case IrOp::Max:
-      w_.op("max.{} {}, {}, {}", arith(t), r, a, b);
-      return r;
+    }
     case IrOp::And:
     case IrOp::Or:
     case IrOp::Xor: {

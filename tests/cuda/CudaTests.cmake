@@ -15,7 +15,8 @@ find_program(FF_PTXAS ptxas HINTS ENV CUDA_HOME ENV CUDA_PATH PATH_SUFFIXES bin
              PATHS /usr/local/cuda/bin DOC "ptxas of the CUDA toolkit (tests only)")
 add_library(ff_test_cuda_support OBJECT cuda/ptx_interpreter.cpp cuda/ir_corpus.cpp cuda/ptxas.cpp
             cuda/fake_driver.cpp cuda/fake_driver_handle.cpp cuda/cross_corpus.cpp)
-target_link_libraries(ff_test_cuda_support PUBLIC freezeframe Catch2::Catch2 spdlog::spdlog)
+target_link_libraries(ff_test_cuda_support PUBLIC freezeframe Catch2::Catch2 spdlog::spdlog
+                                                  ff_dump)
 target_include_directories(ff_test_cuda_support PUBLIC ${PROJECT_SOURCE_DIR}
                            ${CMAKE_CURRENT_SOURCE_DIR})
 ff_warnings(ff_test_cuda_support)
@@ -38,8 +39,9 @@ target_compile_definitions(ff_cuda_test_main_gpu PRIVATE FF_CUDA_TESTS_ON_GPU)
 function(ff_add_cuda_test name kind)
   add_executable(${name} ${ARGN} $<TARGET_OBJECTS:ff_cuda_test_main_${kind}>
                  $<TARGET_OBJECTS:ff_test_cuda_support>)
-  # spdlog: its (header-only, FF_CUDA_ONLY) configuration must match the library's.
-  target_link_libraries(${name} PRIVATE freezeframe Catch2::Catch2 spdlog::spdlog)
+  # spdlog: its (header-only, FF_CUDA_ONLY) configuration must match the library's; ff_dump:
+  # the recording corpus checks its recordings' JSON view.
+  target_link_libraries(${name} PRIVATE freezeframe Catch2::Catch2 spdlog::spdlog ff_dump)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR})
   if(NOT FF_CUDA_ONLY)
     target_compile_definitions(${name} PRIVATE FF_HAVE_LLVM_BACKEND)
@@ -78,9 +80,19 @@ endif()
 
 # The corpora on the simulated driver (~3.5 CPU minutes: the PTX is interpreted; `slow`, so
 # the sanitizer leg of CI leaves them out).
+# Recordings made on LLVM and saved as files (a fixture), for the files case of the cross test.
+ff_add_program(ff_cuda_export_recordings gpu/export_recordings.cpp cuda/cross_corpus.cpp)
+target_link_libraries(ff_cuda_export_recordings PRIVATE Catch2::Catch2 ff_dump)
+set(FF_CUDA_CROSS_DATA ${CMAKE_CURRENT_BINARY_DIR}/cuda-cross-data)
+add_test(NAME cuda_sim.export_llvm_recordings
+         COMMAND ff_cuda_export_recordings ${FF_CUDA_CROSS_DATA})
+set_tests_properties(cuda_sim.export_llvm_recordings PROPERTIES LABELS "cuda_sim;slow"
+                     FIXTURES_SETUP cuda_cross_files TIMEOUT 300)
+
 ff_add_cuda_test(ff_tests_cuda_sim sim ${FF_CUDA_CORPUS_SOURCES} cuda/backend_env.cpp)
 catch_discover_tests(ff_tests_cuda_sim TEST_PREFIX "cuda_sim." DISCOVERY_TIMEOUT 60
-  PROPERTIES LABELS "cuda_sim;slow" TIMEOUT 900 SKIP_REGULAR_EXPRESSION "${FF_CUDA_SKIPS}")
+  PROPERTIES LABELS "cuda_sim;slow" TIMEOUT 900 SKIP_REGULAR_EXPRESSION "${FF_CUDA_SKIPS}"
+             FIXTURES_REQUIRED cuda_cross_files ENVIRONMENT "FF_CUDA_CROSS_DATA=${FF_CUDA_CROSS_DATA}")
 
 # Without a GPU.
 ff_add_test(ff_tests_cuda_host cuda_host cuda_codegen_test.cpp cuda_backend_test.cpp
@@ -111,6 +123,3 @@ set_tests_properties(cuda_sim.benchmarks_run_on_the_simulated_driver PROPERTIES
   LABELS "cuda_sim;slow" TIMEOUT 600 FAIL_REGULAR_EXPRESSION "skipped|WRONG|failed"
   ENVIRONMENT "FF_CUDA_DRIVER_LIBRARY=$<TARGET_FILE:ff_cuda_sim>;FF_REQUIRE_CUDA=1")
 
-# Exports recordings made on LLVM for the GPU machine (tests/gpu/build.sh runs it).
-ff_add_program(ff_cuda_export_recordings gpu/export_recordings.cpp cuda/cross_corpus.cpp)
-target_link_libraries(ff_cuda_export_recordings PRIVATE Catch2::Catch2)

@@ -25,8 +25,6 @@ struct CorpusCase {
   std::vector<std::vector<uint8_t>> init;  // per parameter: a buffer's initial bytes
   std::vector<uint64_t> scalar;            // per parameter: a Scalar parameter's bits
   double ulp = 0;                          // 0: bit-exact; else the bound for float outputs
-  bool zero_sign_free = false;             // +0 and -0 compare equal (min/max of +-0: the IR
-                                           // leaves the sign unspecified, as fmin/fmax do)
 };
 
 /// Every case (several hundred kernels).
