@@ -4,6 +4,9 @@
 #include <atomic>
 #include <cstdio>
 
+#include "backend/command_list.h"
+#include "freezeframe/errors.h"
+
 namespace ff {
 
 namespace {
@@ -16,6 +19,50 @@ std::string Backend::describe_buffer(const void* ptr) const {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%p", ptr);
   return buf;
+}
+
+size_t Backend::submit(const CommandList& list) {
+  size_t count = 0;
+  size_t k = 0;
+  try {
+    for (; k < list.commands.size(); ++k) {
+      const Command& c = list.commands[k];
+      switch (c.kind) {
+        case CommandKind::Launch:
+          launch(*c.kernel, c.size, {},
+                 std::span<const KernelArg>(list.args.data() + c.args_begin, c.n_args));
+          break;
+        case CommandKind::Copy:
+          copy(c.dst, c.src, c.size, c.copy_kind);
+          break;
+        case CommandKind::Fill:
+          fill(c.dst, c.size, c.elem_size, c.value);
+          break;
+        case CommandKind::Reduce:
+          reduce(c.reduce_op, c.type, c.src, c.size, c.dst);
+          break;
+        case CommandKind::PrefixSum:
+          prefix_sum(c.type, c.exclusive, c.src, c.size, c.dst);
+          break;
+        case CommandKind::Compress:
+          if (k + 1 != list.commands.size())
+            throw BackendError("submit: a compress must be the last command of its list");
+          count = compress(c.src, c.size, c.dst);
+          break;
+        case CommandKind::Release:
+          release(c.dst);
+          break;
+      }
+    }
+  } catch (...) {
+    // The Release commands not reached are disposed of all the same: the submitter is done
+    // with those buffers either way.
+    for (++k; k < list.commands.size(); ++k)
+      if (list.commands[k].kind == CommandKind::Release)
+        release(list.commands[k].dst);
+    throw;
+  }
+  return count;
 }
 
 }  // namespace ff

@@ -82,6 +82,8 @@ class CompiledKernel {
 
 using KernelHandle = std::shared_ptr<const CompiledKernel>;
 
+struct CommandList;  // backend/command_list.h
+
 /// One kernel argument: a buffer pointer or a scalar bit pattern, in parameter order. A
 /// scalar that is a size (a gather's bound, a mean's count) carries its provenance.
 struct KernelArg {
@@ -164,6 +166,18 @@ class Backend {
   /// A size decision made by the tracer or user code. Real backends ignore it; the
   /// recorder keeps it and checks it at replay.
   virtual void guard(const SizeGuard& guard, bool outcome) = 0;
+
+  /// Runs a batch of operations (backend/command_list.h) in order, with the effect of calling
+  /// each one on its own, which is what this default does. Returns the count of the last
+  /// command when it is a Compress, else 0. Throws what the operations throw (the batch may
+  /// then have run in part); the buffers of its Release commands are released whether it
+  /// returns or throws. The replayer hands its work over this way when
+  /// prefers_command_lists() says so; a backend with CUDA graphs runs a batch as one graph.
+  virtual size_t submit(const CommandList& list);
+
+  /// True when submit() is cheaper than the same operations one by one. Decorators forward
+  /// it; the recorder says false while a scope of its own is open (it records single ops).
+  virtual bool prefers_command_lists() const { return false; }
 
  private:
   uint64_t instance_id_;

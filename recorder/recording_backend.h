@@ -83,6 +83,16 @@ class RecordingBackend final : public Backend {
 
   void guard(const SizeGuard& guard, bool outcome) override;
 
+  /// A batch passes through to the inner backend when nothing is recorded on this thread;
+  /// otherwise it runs op by op through this recorder, which records each operation.
+  size_t submit(const CommandList& list) override {
+    return active() ? Backend::submit(list) : inner_->submit(list);
+  }
+
+  bool prefers_command_lists() const override {
+    return !active() && inner_->prefers_command_lists();
+  }
+
  private:
   template <class F>
   void for_each_scope(F&& f);

@@ -2,7 +2,10 @@
 #include "registry/backend_registry.h"
 
 #include "backend/counting_backend.h"
+#include "backend/cuda/cuda_backend.h"
+#ifndef FF_NO_LLVM_BACKEND
 #include "backend/llvm/llvm_backend.h"
+#endif
 #include "freezeframe/errors.h"
 #include "recorder/recording_backend.h"
 
@@ -48,9 +51,15 @@ std::unique_ptr<Backend> BackendRegistry::create(std::string_view spec,
 }
 
 static void register_builtin_backends(BackendRegistry& r) {
+#ifndef FF_NO_LLVM_BACKEND
   r.add(
       "llvm",
       [](const BackendOptions& o, std::unique_ptr<Backend>) { return create_llvm_backend(o); },
+      false);
+#endif
+  r.add(
+      "cuda",
+      [](const BackendOptions& o, std::unique_ptr<Backend>) { return create_cuda_backend(o); },
       false);
   r.add(
       "record",

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "backend/command_list.h"
 #include "freezeframe/errors.h"
 #include "recorder/size_eval.h"
 
@@ -21,6 +22,7 @@ struct Scratch {
   std::vector<KernelArg> args;
   std::vector<SizeNode> prov;
   std::vector<SizeNode> prov2;
+  CommandList list;  // batched device work (Backend::prefers_command_lists)
 };
 
 thread_local Scratch t_scratch;
@@ -28,7 +30,15 @@ thread_local Scratch t_scratch;
 class Run {
  public:
   Run(const ReplayPlan& plan, Backend& backend, const ReplayOptions& options)
-      : plan_(plan), d_(plan.data()), backend_(backend), options_(options), s_(t_scratch) {
+      : plan_(plan),
+        d_(plan.data()),
+        backend_(backend),
+        options_(options),
+        s_(t_scratch),
+        // Op by op when an observer times or traces each op, or when an outer recording
+        // must see single ops with their provenance.
+        batch_(!options.provenance && !options.observer && backend.prefers_command_lists()) {
+    s_.list.clear();
     size_t n = d_.slots.size();
     s_.ptr.assign(n, nullptr);
     s_.size.assign(n, 0);
@@ -99,12 +109,39 @@ class Run {
   void check_guards(uint32_t begin, uint32_t end);
   void op_launch(size_t i, const PlannedOp& p);
 
+  // Batching: device work goes into s_.list and reaches the backend in one submit() at the
+  // points where the host needs a result (a compress count, a sync, a copy from host memory)
+  // and at the end; a list has the same key at the same place of the same plan every replay.
+  Command& batched(CommandKind kind) {
+    Command& c = s_.list.commands.emplace_back();
+    c.kind = kind;
+    return c;
+  }
+
+  size_t flush() {
+    if (s_.list.empty())
+      return 0;
+    auto plan_id = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(&plan_));
+    s_.list.key = (plan_id * 0x9E3779B97F4A7C15ull) ^ (++segment_);
+    size_t count;
+    try {
+      count = backend_.submit(s_.list);
+    } catch (...) {
+      s_.list.clear();  // submit disposed of the list's releases either way
+      throw;
+    }
+    s_.list.clear();
+    return count;
+  }
+
   const ReplayPlan& plan_;
   const rec::RecordingData& d_;
   Backend& backend_;
   const ReplayOptions& options_;
   Scratch& s_;
   std::vector<void*> input_copies_;
+  bool batch_;
+  uint64_t segment_ = 0;
 };
 
 void Run::check_guards(uint32_t begin, uint32_t end) {
@@ -165,6 +202,15 @@ void Run::op_launch(size_t i, const PlannedOp& p) {
     }
     backend_.launch(plan_.kernels[p.kernel], n, prov_of(op.size_expr, s_.prov),
                     std::span<const KernelArg>(args, p.n_args));
+    return;
+  }
+  if (batch_) {
+    Command& c = batched(CommandKind::Launch);
+    c.kernel = &plan_.kernels[p.kernel];
+    c.size = n;
+    c.args_begin = static_cast<uint32_t>(s_.list.args.size());
+    c.n_args = p.n_args;
+    s_.list.args.insert(s_.list.args.end(), args, args + p.n_args);
     return;
   }
   backend_.launch(plan_.kernels[p.kernel], n, {}, std::span<const KernelArg>(args, p.n_args));
@@ -230,7 +276,10 @@ std::vector<ReplayOutput> Run::execute(std::span<const ReplayInput> inputs) {
       }
       case OpCode::Release:
         if (s_.live[op.dst]) {
-          backend_.release(s_.ptr[op.dst]);
+          if (batch_)
+            batched(CommandKind::Release).dst = s_.ptr[op.dst];  // after the work before it
+          else
+            backend_.release(s_.ptr[op.dst]);
           s_.live[op.dst] = 0;
         }
         break;
@@ -243,18 +292,36 @@ std::vector<ReplayOutput> Run::execute(std::span<const ReplayInput> inputs) {
           const auto& c = d_.constants[op.constant];
           if (bytes > c.size())
             throw FreezeError("replay op " + std::to_string(i) + ": constant too small");
+          flush();  // host memory: not part of a batch
           backend_.copy(dst, c.data(), bytes, kind);
         } else {
           check_range(op.src, op.src_offset, bytes, i);
-          backend_.copy(dst, static_cast<char*>(s_.ptr[op.src]) + op.src_offset, bytes, kind);
+          const char* src = static_cast<char*>(s_.ptr[op.src]) + op.src_offset;
+          if (batch_ && kind == CopyKind::DeviceToDevice) {
+            Command& c = batched(CommandKind::Copy);
+            c.dst = dst;
+            c.src = src;
+            c.size = bytes;
+          } else {
+            flush();
+            backend_.copy(dst, src, bytes, kind);
+          }
         }
         break;
       }
       case OpCode::Fill: {
         uint64_t n = eval(p.size, "fill");
         check_range(op.dst, op.dst_offset, bytes_of(n, op.elem_size, i), i);
-        backend_.fill(static_cast<char*>(s_.ptr[op.dst]) + op.dst_offset, n, op.elem_size,
-                      op.value);
+        char* dst = static_cast<char*>(s_.ptr[op.dst]) + op.dst_offset;
+        if (batch_) {
+          Command& c = batched(CommandKind::Fill);
+          c.dst = dst;
+          c.size = n;
+          c.elem_size = op.elem_size;
+          c.value = op.value;
+        } else {
+          backend_.fill(dst, n, op.elem_size, op.value);
+        }
         break;
       }
       case OpCode::Launch:
@@ -271,7 +338,19 @@ std::vector<ReplayOutput> Run::execute(std::span<const ReplayInput> inputs) {
         check_range(op.dst, op.dst_offset, bytes_of(out_elems, out_elem, i), i);
         const char* in = static_cast<const char*>(s_.ptr[op.src]) + op.src_offset;
         char* out = static_cast<char*>(s_.ptr[op.dst]) + op.dst_offset;
-        if (p.code == OpCode::Reduce)
+        if (batch_) {
+          Command& c = batched(p.code == OpCode::Reduce      ? CommandKind::Reduce
+                               : p.code == OpCode::PrefixSum ? CommandKind::PrefixSum
+                                                             : CommandKind::Compress);
+          c.reduce_op = static_cast<ReduceOp>(op.sub);
+          c.type = op.type;
+          c.exclusive = op.flag != 0;
+          c.src = in;
+          c.size = n;
+          c.dst = out;
+          if (p.code == OpCode::Compress)
+            s_.size[op.dst] = flush();  // the count ends the batch
+        } else if (p.code == OpCode::Reduce)
           backend_.reduce(static_cast<ReduceOp>(op.sub), op.type, in, n, out);
         else if (p.code == OpCode::PrefixSum)
           backend_.prefix_sum(op.type, op.flag != 0, in, n, out);
@@ -280,6 +359,7 @@ std::vector<ReplayOutput> Run::execute(std::span<const ReplayInput> inputs) {
         break;
       }
       case OpCode::Sync:
+        flush();
         backend_.sync();
         break;
     }
@@ -288,6 +368,8 @@ std::vector<ReplayOutput> Run::execute(std::span<const ReplayInput> inputs) {
     if (p.guard_begin != p.guard_end)
       check_guards(p.guard_begin, p.guard_end);
   }
+
+  flush();
 
   std::vector<ReplayOutput> outs(d_.outputs.size());
   for (size_t k = 0; k < outs.size(); ++k) {
@@ -320,6 +402,11 @@ std::vector<ReplayOutput> Run::execute(std::span<const ReplayInput> inputs) {
 }
 
 void Run::cleanup() noexcept {
+  // A batch abandoned by an error never runs: its buffers go back at once.
+  for (const Command& c : s_.list.commands)
+    if (c.kind == CommandKind::Release)
+      backend_.release(c.dst);
+  s_.list.clear();
   for (size_t s = 0; s < s_.live.size(); ++s)
     if (s_.live[s]) {
       backend_.release(s_.ptr[s]);

@@ -43,8 +43,9 @@ using Catch::Matchers::Contains;
 using Inputs = std::vector<ff::AnyArray>;
 using Fn = std::function<Inputs(Inputs&)>;
 
-/// A fresh backend stack (empty kernel cache), whatever the previous test left behind.
-inline void fresh(const char* spec = "llvm") {
+/// A fresh backend stack (empty kernel cache), whatever the previous test left behind. The
+/// default spec "" is FF_BACKEND's stack, default "llvm" (the CUDA test executables set "cuda").
+inline void fresh(const char* spec = "") {
   ff::shutdown();
   ff::init(spec);
 }

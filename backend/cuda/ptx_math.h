@@ -1,0 +1,48 @@
+// exp, log, sin and cos in PTX for Float32 and Float64, emitted inline.
+//
+// PTX has no double-precision transcendentals and its single-precision `.approx` instructions
+// are a few ulp off, so both widths use range reduction plus a polynomial evaluated with
+// correctly rounded instructions only (add/mul/fma/div `.rn`, conversions, integer ops): the
+// result of every routine is then a fixed function of its input, the same on every GPU, and
+// the bounds below hold everywhere (tests/cuda_ptx_test.cpp runs the emitted PTX through a
+// reference interpreter against a long double reference; docs/cuda.md states the method).
+//
+//   exp: x = k ln2 + r (Cody-Waite, two-part ln2), Taylor polynomial of degree 7 (f32) or 13
+//        (f64) on |r| <= ln2/2, times 2^k applied in two steps (subnormal results round once).
+//   log: x = 2^e m with m in [sqrt(1/2), sqrt(2)), f = m - 1, s = f / (2 + f),
+//        log(m) = f - s (f - R(s^2)) (the atanh series), plus e ln2 in two parts.
+//   sin, cos: x = k pi/2 + r with a three-part pi/2 (|x| < 2^17 for f32, 2^30 for f64), else
+//        Payne-Hanek reduction against a 1,472-bit table of 2/pi in 64-bit integer arithmetic;
+//        Taylor polynomials for sin and cos on |r| <= pi/4, chosen and signed by the quadrant.
+//
+// Stated bounds (ulp of the correctly rounded result, every finite input): exp, log, sin and
+// cos within 2 ulp in Float32 and in Float64; special values (NaN, +-inf, +-0, subnormals)
+// follow C's <cmath>.
+#pragma once
+
+#include <string>
+
+#include "backend/cuda/ptx_writer.h"
+#include "backend/ir/kernel_ir.h"
+
+namespace ff::cuda_backend {
+
+/// The error bound of the routines, in ulp (what the tests check).
+inline constexpr double kMathUlpBound = 2.0;
+
+/// Emits op(x) for op in {Exp, Log, Sin, Cos} and t in {Float32, Float64}; `x` is a register of
+/// t's class. Returns the result register.
+std::string emit_math(PtxWriter& w, IrOp op, ScalarType t, const std::string& x);
+
+/// True when op's routine reads the module-scope table from ptx_math_globals().
+bool math_needs_globals(IrOp op);
+
+/// Module-scope declarations the routines use (the 2/pi table), placed before the entry.
+std::string ptx_math_globals();
+
+/// The table's words: bit i of the concatenation (most significant first) is bit i - 63 of the
+/// binary fraction of 2/pi (bit 1 = 2^-1); word 0 is zero so windows may start before the point.
+inline constexpr int kTwoOverPiWords = 24;
+extern const uint64_t kTwoOverPi[kTwoOverPiWords];
+
+}  // namespace ff::cuda_backend

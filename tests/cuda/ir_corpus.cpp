@@ -1,0 +1,733 @@
+// The kernel IR operation corpus (see ir_corpus.h).
+#include "cuda/ir_corpus.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <sstream>
+
+#include "cuda/ptx_interpreter.h"
+
+namespace ffcuda {
+
+using namespace ff;
+
+namespace {
+
+constexpr size_t kN = 1000;
+const ScalarType kAll[] = {ScalarType::Bool,   ScalarType::Int32,  ScalarType::UInt32,
+                           ScalarType::Int64,  ScalarType::UInt64, ScalarType::Float32,
+                           ScalarType::Float64};
+const ScalarType kNumeric[] = {ScalarType::Int32,  ScalarType::UInt32,  ScalarType::Int64,
+                               ScalarType::UInt64, ScalarType::Float32, ScalarType::Float64};
+const ScalarType kInts[] = {ScalarType::Int32, ScalarType::UInt32, ScalarType::Int64,
+                            ScalarType::UInt64};
+const ScalarType kFloats[] = {ScalarType::Float32, ScalarType::Float64};
+
+uint64_t fbits(float v) {
+  return std::bit_cast<uint32_t>(v);
+}
+
+uint64_t dbits(double v) {
+  return std::bit_cast<uint64_t>(v);
+}
+
+// A value of type t as its bit pattern (Float32 in the low 32 bits, Bool 0/1).
+uint64_t from_double(ScalarType t, double v) {
+  switch (t) {
+    case ScalarType::Bool:
+      return v != 0;
+    case ScalarType::Float32:
+      return fbits(static_cast<float>(v));
+    case ScalarType::Float64:
+      return dbits(v);
+    case ScalarType::Int32:
+      return static_cast<uint32_t>(static_cast<int32_t>(v));
+    case ScalarType::UInt32:
+      return static_cast<uint32_t>(v);
+    case ScalarType::Int64:
+      return static_cast<uint64_t>(static_cast<int64_t>(v));
+    case ScalarType::UInt64:
+      return static_cast<uint64_t>(v);
+  }
+  return 0;
+}
+
+std::vector<uint64_t> edge_values(ScalarType t) {
+  switch (t) {
+    case ScalarType::Bool:
+      return {0, 1};
+    case ScalarType::Int32: {
+      std::vector<uint64_t> v;
+      for (int64_t x : {0LL, 1LL, -1LL, 2LL, -2LL, 7LL, -7LL, 100LL, -2147483648LL, 2147483647LL,
+                        -2147483647LL, 12345LL, -99999LL, 31LL, 32LL, 33LL, 63LL, 64LL, 65LL})
+        v.push_back(static_cast<uint32_t>(static_cast<int32_t>(x)));
+      return v;
+    }
+    case ScalarType::UInt32:
+      return {0, 1, 2, 7, 100, 0xFFFFFFFFu, 0xFFFFFFFEu, 0x80000000u, 12345, 99999, 31, 32, 33, 64};
+    case ScalarType::Int64: {
+      std::vector<uint64_t> v;
+      for (int64_t x :
+           {int64_t{0}, int64_t{1}, int64_t{-1}, int64_t{2}, int64_t{-2}, int64_t{7}, int64_t{-7},
+            int64_t{100}, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(),
+            std::numeric_limits<int64_t>::min() + 1, int64_t{12345}, int64_t{-99999}, int64_t{63},
+            int64_t{64}, int64_t{65}, int64_t{1} << 40, -(int64_t{1} << 40)})
+        v.push_back(static_cast<uint64_t>(x));
+      return v;
+    }
+    case ScalarType::UInt64:
+      return {0, 1, 2, 7, 100, ~0ULL, ~0ULL - 1, 1ULL << 63, 12345, 99999, 63, 64, 65, 1ULL << 40};
+    case ScalarType::Float32: {
+      using L = std::numeric_limits<float>;
+      std::vector<uint64_t> v;
+      for (float x : {0.0f,     -0.0f,          1.0f,           -1.0f,
+                      0.5f,     -2.5f,          3.75f,          1e10f,
+                      -1e10f,   L::infinity(),  -L::infinity(), L::quiet_NaN(),
+                      L::max(), L::lowest(),    L::min(),       L::denorm_min(),
+                      7.0f,     -7.0f,          2147483520.0f,  3e9f,
+                      4.3e9f,   -2147483904.0f, 1e19f,          2e19f,
+                      -9.3e18f, 0.99f,          -0.99f,         1.5f,
+                      2.5f})
+        v.push_back(fbits(x));
+      return v;
+    }
+    case ScalarType::Float64: {
+      using L = std::numeric_limits<double>;
+      std::vector<uint64_t> v;
+      for (double x : {0.0,
+                       -0.0,
+                       1.0,
+                       -1.0,
+                       0.5,
+                       -2.5,
+                       3.75,
+                       1e10,
+                       -1e10,
+                       L::infinity(),
+                       -L::infinity(),
+                       L::quiet_NaN(),
+                       L::max(),
+                       L::lowest(),
+                       L::min(),
+                       L::denorm_min(),
+                       7.0,
+                       -7.0,
+                       2147483647.5,
+                       3e9,
+                       4.3e9,
+                       -2147483648.9,
+                       1e19,
+                       2e19,
+                       -9.3e18,
+                       0.99,
+                       -0.99,
+                       1.5,
+                       2.5,
+                       9.2233720368547748e18})
+        v.push_back(dbits(x));
+      return v;
+    }
+  }
+  return {};
+}
+
+uint64_t random_value(ScalarType t, std::mt19937_64& g) {
+  switch (t) {
+    case ScalarType::Bool:
+      return g() & 1;
+    case ScalarType::Int32:
+    case ScalarType::UInt32:
+      return g() & 0xFFFFFFFFu;
+    case ScalarType::Int64:
+    case ScalarType::UInt64:
+      return g();
+    case ScalarType::Float32:
+    case ScalarType::Float64: {
+      double mag = std::pow(10.0, std::uniform_real_distribution<double>(-5, 5)(g));
+      double v = g() & 1 ? mag : -mag;
+      return from_double(t, v);
+    }
+  }
+  return 0;
+}
+
+// n values: for `which` = 0 / 1, the first m*m lanes enumerate every pair of edge values
+// (operand 0 varies fastest), the rest are random.
+std::vector<uint64_t> values(ScalarType t, size_t n, int which, uint64_t seed) {
+  std::vector<uint64_t> e = edge_values(t), v(n);
+  std::mt19937_64 g(seed * 7919 + static_cast<uint64_t>(t) * 31 + static_cast<uint64_t>(which));
+  size_t m = e.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (i < m * m)
+      v[i] = which == 0 ? e[i % m] : e[(i / m) % m];
+    else
+      v[i] = random_value(t, g);
+  }
+  return v;
+}
+
+std::vector<uint8_t> pack(ScalarType t, const std::vector<uint64_t>& v) {
+  size_t s = size_of(t);
+  std::vector<uint8_t> out(v.size() * s);
+  for (size_t i = 0; i < v.size(); ++i) {
+    uint64_t x = t == ScalarType::Bool ? (v[i] != 0) : v[i];
+    std::memcpy(out.data() + i * s, &x, s);
+  }
+  return out;
+}
+
+struct Builder {
+  CorpusCase c;
+
+  explicit Builder(std::string name, size_t n = kN) {
+    c.name = std::move(name);
+    c.size = n;
+  }
+
+  uint32_t param(ParamKind k, ScalarType t, std::vector<uint8_t> init, uint64_t scalar = 0) {
+    c.ir.params.push_back({k, t});
+    c.init.push_back(std::move(init));
+    c.scalar.push_back(scalar);
+    return static_cast<uint32_t>(c.ir.params.size() - 1);
+  }
+
+  uint32_t in(ScalarType t, const std::vector<uint64_t>& v) {
+    return param(ParamKind::BufferIn, t, pack(t, v));
+  }
+
+  uint32_t out(ScalarType t, size_t n = 0) {
+    // Garbage the kernel must overwrite.
+    return param(ParamKind::BufferOut, t,
+                 std::vector<uint8_t>((n ? n : c.size) * size_of(t), 0xA5));
+  }
+
+  uint32_t inout(ScalarType t, const std::vector<uint64_t>& v) {
+    return param(ParamKind::BufferInOut, t, pack(t, v));
+  }
+
+  uint32_t scalar(ScalarType t, uint64_t bits) { return param(ParamKind::Scalar, t, {}, bits); }
+
+  uint32_t emit(IrOp op, ScalarType t, std::initializer_list<uint32_t> ops = {}, uint64_t imm = 0,
+                uint16_t flags = 0) {
+    return c.ir.emit(op, t, ops, imm, flags);
+  }
+
+  uint32_t load(uint32_t p) { return emit(IrOp::Load, c.ir.params[p].type, {p}); }
+
+  void store(uint32_t p, uint32_t v) { emit(IrOp::Store, c.ir.params[p].type, {p, v}); }
+
+  CorpusCase finish() {
+    c.ir.validate();
+    c.ir.finalize();
+    return std::move(c);
+  }
+};
+
+std::string tn(ScalarType t) {
+  return to_string(t);
+}
+
+bool is_math(IrOp op) {
+  return op == IrOp::Exp || op == IrOp::Log || op == IrOp::Sin || op == IrOp::Cos;
+}
+
+// Inputs for exp/log/sin/cos: edge values, then magnitudes from 1e-30 to 1e30 of both signs.
+std::vector<uint64_t> math_values(ScalarType t, size_t n, uint64_t seed) {
+  std::vector<uint64_t> v = edge_values(t);
+  std::mt19937_64 g(seed);
+  for (double x : {88.72, -103.9, 709.78, -745.1, 1e-40, 3.14159265358979, 1.5707963267948966,
+                   6381956970095103.0 * std::ldexp(1.0, 797), 1e22, 1e300})
+    v.push_back(from_double(t, x));
+  while (v.size() < n) {
+    double mag = std::pow(10.0, std::uniform_real_distribution<double>(-30, 30)(g));
+    if (v.size() % 3 == 0)
+      mag = std::uniform_real_distribution<double>(0, 100)(g);
+    v.push_back(from_double(t, g() & 1 ? mag : -mag));
+  }
+  v.resize(n);
+  return v;
+}
+
+void unary_cases(std::vector<CorpusCase>& out) {
+  struct U {
+    IrOp op;
+    bool ints, bools, floats;
+  };
+
+  const U ops[] = {{IrOp::Neg, true, false, true},    {IrOp::Abs, true, false, true},
+                   {IrOp::Not, true, true, false},    {IrOp::Sqrt, false, false, true},
+                   {IrOp::Floor, false, false, true}, {IrOp::Ceil, false, false, true},
+                   {IrOp::Exp, false, false, true},   {IrOp::Log, false, false, true},
+                   {IrOp::Sin, false, false, true},   {IrOp::Cos, false, false, true}};
+  for (const U& u : ops)
+    for (ScalarType t : kAll) {
+      bool ok = t == ScalarType::Bool ? u.bools : is_float(t) ? u.floats : u.ints;
+      if (!ok)
+        continue;
+      Builder b(std::string(to_string(u.op)) + "." + tn(t));
+      uint32_t pa = b.in(t, is_math(u.op) ? math_values(t, kN, 5) : values(t, kN, 0, 1));
+      uint32_t po = b.out(t);
+      b.store(po, b.emit(u.op, t, {b.load(pa)}));
+      if (is_math(u.op))
+        b.c.ulp = 1;
+      out.push_back(b.finish());
+    }
+}
+
+void cast_cases(std::vector<CorpusCase>& out) {
+  for (ScalarType from : kAll)
+    for (ScalarType to : kAll) {
+      Builder b("cast." + tn(from) + "->" + tn(to));
+      std::vector<uint64_t> v = values(from, kN, 0, 2);
+      if (is_float(from)) {
+        // Around the integer types' limits, where saturation starts.
+        size_t k = 700;
+        for (double x : {2147483520.0, 2147483647.0, 2147483648.0, 4294967295.0, 4294967296.0,
+                         -2147483648.0, -2147483649.0, 9.2233720368547758e18, 1.8446744073709552e19,
+                         -9.2233720368547758e18, -1.0, -0.5, 0.5, 1e-45, 65536.5, -65536.5})
+          v[k++] = from_double(from, x);
+      }
+      uint32_t pa = b.in(from, v);
+      uint32_t po = b.out(to);
+      b.store(po, b.emit(IrOp::Cast, to, {b.load(pa)}));
+      out.push_back(b.finish());
+    }
+}
+
+void bitcast_cases(std::vector<CorpusCase>& out) {
+  const std::vector<std::vector<ScalarType>> groups = {
+      {ScalarType::Int32, ScalarType::UInt32, ScalarType::Float32},
+      {ScalarType::Int64, ScalarType::UInt64, ScalarType::Float64}};
+  for (const auto& g : groups)
+    for (ScalarType from : g)
+      for (ScalarType to : g) {
+        if (from == to)
+          continue;
+        Builder b("bitcast." + tn(from) + "->" + tn(to));
+        uint32_t pa = b.in(from, values(from, kN, 0, 3));
+        uint32_t po = b.out(to);
+        b.store(po, b.emit(IrOp::Bitcast, to, {b.load(pa)}));
+        out.push_back(b.finish());
+      }
+}
+
+void binary_cases(std::vector<CorpusCase>& out) {
+  struct Bop {
+    IrOp op;
+    bool ints, bools, floats;
+  };
+
+  const Bop ops[] = {{IrOp::Add, true, false, true},  {IrOp::Sub, true, false, true},
+                     {IrOp::Mul, true, false, true},  {IrOp::Div, true, false, true},
+                     {IrOp::Mod, true, false, false}, {IrOp::Min, true, false, true},
+                     {IrOp::Max, true, false, true},  {IrOp::And, true, true, false},
+                     {IrOp::Or, true, true, false},   {IrOp::Xor, true, true, false},
+                     {IrOp::Shl, true, false, false}, {IrOp::Shr, true, false, false}};
+  for (const Bop& o : ops)
+    for (ScalarType t : kAll) {
+      bool ok = t == ScalarType::Bool ? o.bools : is_float(t) ? o.floats : o.ints;
+      if (!ok)
+        continue;
+      Builder b(std::string(to_string(o.op)) + "." + tn(t));
+      uint32_t pa = b.in(t, values(t, kN, 0, 4));
+      uint32_t pb = b.in(t, values(t, kN, 1, 4));
+      uint32_t po = b.out(t);
+      uint32_t la = b.load(pa), lb = b.load(pb);
+      b.store(po, b.emit(o.op, t, {la, lb}));
+      out.push_back(b.finish());
+    }
+  for (IrOp op : {IrOp::Eq, IrOp::Ne, IrOp::Lt, IrOp::Le, IrOp::Gt, IrOp::Ge})
+    for (ScalarType t : kAll) {
+      Builder b(std::string(to_string(op)) + "." + tn(t));
+      uint32_t pa = b.in(t, values(t, kN, 0, 5));
+      uint32_t pb = b.in(t, values(t, kN, 1, 5));
+      uint32_t po = b.out(ScalarType::Bool);
+      uint32_t la = b.load(pa), lb = b.load(pb);
+      b.store(po, b.emit(op, ScalarType::Bool, {la, lb}));
+      out.push_back(b.finish());
+    }
+  for (ScalarType t : kNumeric) {
+    Builder b("fma." + tn(t));
+    uint32_t pa = b.in(t, values(t, kN, 0, 6));
+    uint32_t pb = b.in(t, values(t, kN, 1, 6));
+    uint32_t pc = b.in(t, values(t, kN, 0, 7));
+    uint32_t po = b.out(t);
+    uint32_t la = b.load(pa), lb = b.load(pb), lc = b.load(pc);
+    b.store(po, b.emit(IrOp::Fma, t, {la, lb, lc}));
+    out.push_back(b.finish());
+  }
+  for (ScalarType t : kAll) {
+    Builder b("select." + tn(t));
+    uint32_t pm = b.in(ScalarType::Bool, values(ScalarType::Bool, kN, 0, 8));
+    uint32_t pa = b.in(t, values(t, kN, 0, 9));
+    uint32_t pb = b.in(t, values(t, kN, 1, 9));
+    uint32_t po = b.out(t);
+    uint32_t lm = b.load(pm), la = b.load(pa), lb = b.load(pb);
+    b.store(po, b.emit(IrOp::Select, t, {lm, la, lb}));
+    out.push_back(b.finish());
+  }
+}
+
+void leaf_cases(std::vector<CorpusCase>& out) {
+  for (ScalarType t : kAll) {
+    {
+      Builder b("copy." + tn(t), 777);
+      uint32_t pa = b.in(t, values(t, 777, 0, 10));
+      uint32_t po = b.out(t);
+      b.store(po, b.load(pa));
+      out.push_back(b.finish());
+    }
+    if (t != ScalarType::Bool) {
+      Builder b("index." + tn(t), 1003);
+      uint32_t po = b.out(t);
+      b.store(po, b.emit(IrOp::Index, t));
+      out.push_back(b.finish());
+    }
+    {
+      // Literals: every edge value of the type, each stored to an output of its own.
+      std::vector<uint64_t> e = edge_values(t);
+      Builder b("literal." + tn(t), 33);
+      for (uint64_t v : e) {
+        uint32_t po = b.out(t);
+        b.store(po, b.emit(IrOp::Literal, t, {}, t == ScalarType::Bool ? v * 2 : v));
+      }
+      out.push_back(b.finish());
+    }
+    {
+      // A scalar parameter (Bool: any nonzero word is true) and a broadcast load.
+      Builder b("scalar_broadcast." + tn(t), 65);
+      uint64_t bits = t == ScalarType::Bool ? 0x100 : edge_values(t)[3];
+      uint32_t ps = b.scalar(t, bits);
+      uint32_t pb = b.in(t, {edge_values(t).back()});
+      uint32_t o1 = b.out(t), o2 = b.out(t);
+      b.store(o1, b.emit(IrOp::Scalar, t, {ps}));
+      b.store(o2, b.emit(IrOp::LoadBroadcast, t, {pb}));
+      out.push_back(b.finish());
+    }
+  }
+}
+
+// Index values of type it: in range [0, bound), out of range above it, negative (signed types)
+// and the largest values; exactly one masked-in offender when `one_offender`.
+std::vector<uint64_t> index_values(ScalarType it, size_t n, uint64_t bound, bool one_offender,
+                                   std::vector<uint64_t>& mask, uint64_t seed) {
+  std::mt19937_64 g(seed);
+  std::vector<uint64_t> v(n);
+  mask.assign(n, 0);
+  bool sgn = is_signed_int(it);
+  uint64_t top = size_of(it) == 4 ? 0xFFFFFFFFu : ~0ULL;
+  for (size_t i = 0; i < n; ++i) {
+    mask[i] = g() % 5 != 0;
+    uint64_t r = g() % 100;
+    int64_t x;
+    if (one_offender || r < 70)
+      x = static_cast<int64_t>(g() % bound);
+    else if (r < 85)
+      x = static_cast<int64_t>(bound + g() % 100);
+    else if (r < 95 && sgn)
+      x = -static_cast<int64_t>(1 + g() % 50);
+    else
+      x = static_cast<int64_t>(top - g() % 3);
+    v[i] = static_cast<uint64_t>(x) & top;
+  }
+  if (one_offender) {
+    v[n / 2 + 17] = sgn ? (static_cast<uint64_t>(-3) & top) : bound + 5;
+    mask[n / 2 + 17] = 1;
+  }
+  return v;
+}
+
+void gather_cases(std::vector<CorpusCase>& out) {
+  for (ScalarType t : kAll)
+    for (ScalarType it : kInts)
+      for (bool report : {false, true}) {
+        if (report && !(it == ScalarType::Int32 || it == ScalarType::UInt64))
+          continue;
+        Builder b(std::string("gather") + (report ? "_report." : ".") + tn(t) + "[" + tn(it) + "]");
+        const uint64_t bound = 300;
+        std::vector<uint64_t> mask;
+        std::vector<uint64_t> idx = index_values(it, kN, bound, report, mask, 11);
+        uint32_t ps = b.in(t, values(t, bound, 0, 12));
+        uint32_t pi = b.in(it, idx);
+        uint32_t pm = b.in(ScalarType::Bool, mask);
+        uint32_t pn = b.scalar(ScalarType::UInt64, bound);
+        uint32_t po = b.out(t);
+        uint32_t pr = b.inout(ScalarType::UInt64, {0, 0});
+        uint32_t li = b.load(pi), lm = b.load(pm);
+        uint32_t gv = b.emit(IrOp::Gather, t, {ps, li, lm, pn}, report ? pr : 0,
+                             report ? kIrFlagReportRange : 0);
+        b.store(po, gv);
+        out.push_back(b.finish());
+      }
+}
+
+void scatter_cases(std::vector<CorpusCase>& out) {
+  for (ScalarType t : kAll)
+    for (ScalarType it : kInts)
+      for (bool report : {false, true}) {
+        if (report && !(it == ScalarType::Int64 || it == ScalarType::UInt32))
+          continue;
+        Builder b(std::string("scatter") + (report ? "_report." : ".") + tn(t) + "[" + tn(it) +
+                  "]");
+        // Distinct targets (a permutation), some pushed past the bound; the bound is below the
+        // buffer's end so a dropped write that happened anyway shows in the tail.
+        const uint64_t bound = 1100, cap = 1200;
+        std::mt19937_64 g(13);
+        std::vector<uint64_t> perm(kN), mask(kN);
+        for (size_t i = 0; i < kN; ++i)
+          perm[i] = i;
+        std::shuffle(perm.begin(), perm.end(), g);
+        bool sgn = is_signed_int(it);
+        uint64_t top = size_of(it) == 4 ? 0xFFFFFFFFu : ~0ULL;
+        for (size_t i = 0; i < kN; ++i) {
+          mask[i] = g() % 5 != 0;
+          if (!report && i % 9 == 0)
+            perm[i] = bound + g() % 100;
+          if (!report && i % 13 == 0)
+            perm[i] = sgn ? static_cast<uint64_t>(-static_cast<int64_t>(1 + g() % 5)) & top : top;
+        }
+        if (report) {
+          perm[kN / 3] = bound + 7;
+          mask[kN / 3] = 1;
+        }
+        uint32_t pd = b.inout(t, values(t, cap, 1, 14));
+        uint32_t pi = b.in(it, perm);
+        uint32_t pm = b.in(ScalarType::Bool, mask);
+        uint32_t pv = b.in(t, values(t, kN, 0, 15));
+        uint32_t pn = b.scalar(ScalarType::UInt64, bound);
+        uint32_t pr = b.inout(ScalarType::UInt64, {0, 0});
+        uint32_t li = b.load(pi), lm = b.load(pm), lv = b.load(pv);
+        b.emit(IrOp::Scatter, t, {pd, li, lm, lv, pn}, report ? pr : 0,
+               report ? kIrFlagReportRange : 0);
+        out.push_back(b.finish());
+      }
+  for (ScalarType t : kNumeric)
+    for (ScalarType it : {ScalarType::UInt32, ScalarType::Int64})
+      for (bool report : {false, true}) {
+        Builder b(std::string("scatter_add") + (report ? "_report." : ".") + tn(t) + "[" + tn(it) +
+                  "]");
+        const uint64_t bound = 60, cap = 64;
+        std::vector<uint64_t> idx(kN), mask(kN), vals(kN);
+        for (size_t i = 0; i < kN; ++i) {
+          idx[i] = report ? i % bound : (i * 7) % 70;  // collisions; 60..69 out of range
+          if (!report && it == ScalarType::Int64 && i % 17 == 0)
+            idx[i] = static_cast<uint64_t>(-static_cast<int64_t>(i % 5 + 1));
+          mask[i] = i % 10 != 3;
+          vals[i] = from_double(t, static_cast<double>(i % 5));  // small: float sums are exact
+        }
+        if (report)
+          idx[kN / 4] = bound + 2;
+        std::vector<uint64_t> init(cap);
+        for (size_t i = 0; i < cap; ++i)
+          init[i] = from_double(t, static_cast<double>(i % 3));
+        uint32_t pd = b.inout(t, init);
+        uint32_t pi = b.in(it, idx);
+        uint32_t pm = b.in(ScalarType::Bool, mask);
+        uint32_t pv = b.in(t, vals);
+        uint32_t pn = b.scalar(ScalarType::UInt64, bound);
+        uint32_t pr = b.inout(ScalarType::UInt64, {0, 0});
+        uint32_t li = b.load(pi), lm = b.load(pm), lv = b.load(pv);
+        b.emit(IrOp::ScatterAdd, t, {pd, li, lm, lv, pn}, report ? pr : 0,
+               report ? kIrFlagReportRange : 0);
+        out.push_back(b.finish());
+      }
+}
+
+// Mixed kernels: uniform values feeding element-wise code, a gather and a scatter_add in one
+// kernel, Bool logic feeding selects.
+void compound_cases(std::vector<CorpusCase>& out) {
+  {
+    Builder b("compound.select_gather_scatter_add", 1001);
+    uint32_t px = b.in(ScalarType::Float32, [] {
+      std::vector<uint64_t> v(1001);
+      for (size_t i = 0; i < v.size(); ++i)
+        v[i] = fbits(static_cast<float>(i));
+      return v;
+    }());
+    uint32_t po = b.out(ScalarType::Float32);
+    uint32_t pb = b.inout(ScalarType::Int32, {0, 0, 0});
+    uint32_t pn = b.scalar(ScalarType::UInt64, 1001);
+    uint32_t pn3 = b.scalar(ScalarType::UInt64, 3);
+    uint32_t x = b.load(px);
+    uint32_t i = b.emit(IrOp::Index, ScalarType::UInt32);
+    uint32_t j = b.emit(IrOp::Xor, ScalarType::UInt32,
+                        {i, b.emit(IrOp::Literal, ScalarType::UInt32, {}, 1)});
+    uint32_t t = b.emit(IrOp::Literal, ScalarType::Bool, {}, 1);
+    uint32_t g = b.emit(IrOp::Gather, ScalarType::Float32, {px, j, t, pn});
+    uint32_t m = b.emit(IrOp::Lt, ScalarType::Bool,
+                        {x, b.emit(IrOp::Literal, ScalarType::Float32, {}, fbits(500.0f))});
+    uint32_t v = b.emit(IrOp::Fma, ScalarType::Float32,
+                        {x, b.emit(IrOp::Literal, ScalarType::Float32, {}, fbits(2.0f)), g});
+    b.store(po, b.emit(IrOp::Select, ScalarType::Float32,
+                       {m, v, b.emit(IrOp::Neg, ScalarType::Float32, {x})}));
+    uint32_t bin = b.emit(IrOp::Mod, ScalarType::UInt32,
+                          {i, b.emit(IrOp::Literal, ScalarType::UInt32, {}, 3)});
+    b.emit(IrOp::ScatterAdd, ScalarType::Int32,
+           {pb, bin, t, b.emit(IrOp::Literal, ScalarType::Int32, {}, 1), pn3});
+    out.push_back(b.finish());
+  }
+  {
+    Builder b("compound.bool_logic", 999);
+    uint32_t pa = b.in(ScalarType::Int64, values(ScalarType::Int64, 999, 0, 20));
+    uint32_t pb = b.in(ScalarType::Float64, values(ScalarType::Float64, 999, 1, 20));
+    uint32_t ps = b.scalar(ScalarType::Int64, 5);
+    uint32_t po = b.out(ScalarType::Bool), po2 = b.out(ScalarType::Float64);
+    uint32_t a = b.load(pa), d = b.load(pb), s = b.emit(IrOp::Scalar, ScalarType::Int64, {ps});
+    uint32_t c1 = b.emit(IrOp::Gt, ScalarType::Bool, {a, s});
+    uint32_t c2 = b.emit(IrOp::Cast, ScalarType::Bool, {d});
+    uint32_t c3 =
+        b.emit(IrOp::Xor, ScalarType::Bool, {c1, b.emit(IrOp::Not, ScalarType::Bool, {c2})});
+    uint32_t c4 = b.emit(IrOp::Select, ScalarType::Bool, {c1, c3, c2});
+    b.store(po, b.emit(IrOp::Le, ScalarType::Bool, {c4, c1}));
+    b.store(po2, b.emit(IrOp::Select, ScalarType::Float64,
+                        {c4, b.emit(IrOp::Cast, ScalarType::Float64, {a}), d}));
+    out.push_back(b.finish());
+  }
+}
+
+double as_real(ScalarType t, const uint8_t* p) {
+  if (t == ScalarType::Float32) {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  double d;
+  std::memcpy(&d, p, 8);
+  return d;
+}
+
+}  // namespace
+
+double ulp_distance(double a, double b, bool single) {
+  if (a == b)
+    return 0;
+  if (std::isnan(a) || std::isnan(b) || std::isinf(a) || std::isinf(b))
+    return std::numeric_limits<double>::infinity();
+  int e;
+  std::frexp(std::max(std::fabs(a), std::fabs(b)), &e);
+  int digits = single ? 24 : 53, emin = single ? -125 : -1021;
+  double ulp = std::ldexp(1.0, std::max(e, emin) - digits);
+  return std::fabs(a - b) / ulp;
+}
+
+std::vector<CorpusCase> ir_corpus() {
+  std::vector<CorpusCase> out;
+  leaf_cases(out);
+  unary_cases(out);
+  cast_cases(out);
+  bitcast_cases(out);
+  binary_cases(out);
+  gather_cases(out);
+  scatter_cases(out);
+  compound_cases(out);
+  return out;
+}
+
+Buffers run_on_backend(Backend& be, const CorpusCase& c) {
+  const auto& params = c.ir.params;
+  std::vector<void*> ptrs(params.size(), nullptr);
+  std::vector<KernelArg> args(params.size());
+  Buffers result(params.size());
+  try {
+    for (size_t p = 0; p < params.size(); ++p) {
+      if (params[p].kind == ParamKind::Scalar) {
+        args[p] = KernelArg{c.scalar[p], {}};
+        continue;
+      }
+      size_t count = c.init[p].size() / size_of(params[p].type);
+      ptrs[p] = be.alloc(params[p].type, count, {});
+      be.copy(ptrs[p], c.init[p].data(), c.init[p].size(), CopyKind::HostToDevice);
+      args[p] = KernelArg::buffer(ptrs[p]);
+    }
+    be.launch(be.compile(c.ir), c.size, {}, args);
+    for (size_t p = 0; p < params.size(); ++p) {
+      if (!ptrs[p])
+        continue;
+      result[p].resize(c.init[p].size());
+      be.copy(result[p].data(), ptrs[p], result[p].size(), CopyKind::DeviceToHost);
+    }
+  } catch (...) {
+    for (void* p : ptrs)
+      be.release(p);
+    throw;
+  }
+  for (void* p : ptrs)
+    be.release(p);
+  return result;
+}
+
+Buffers run_on_interpreter(const CorpusCase& c, const ff::cuda_backend::PtxOptions& options,
+                           unsigned grid, unsigned block) {
+  PtxModule m(ff::cuda_backend::emit_ptx_kernel(c.ir, "ff_kernel", options));
+  Buffers bufs = c.init;
+  std::vector<uint64_t> params{c.size};
+  for (size_t p = 0; p < c.ir.params.size(); ++p) {
+    if (c.ir.params[p].kind == ParamKind::Scalar) {
+      params.push_back(c.scalar[p]);
+    } else {
+      m.allow(bufs[p].data(), bufs[p].size());
+      params.push_back(reinterpret_cast<uint64_t>(bufs[p].data()));
+    }
+  }
+  m.launch("ff_kernel", grid, block, params);
+  return bufs;
+}
+
+std::string compare(const CorpusCase& c, const Buffers& got, const Buffers& want,
+                    double ulp_bound) {
+  for (size_t p = 0; p < c.ir.params.size(); ++p) {
+    ParamKind k = c.ir.params[p].kind;
+    if (k == ParamKind::BufferIn || k == ParamKind::Scalar)
+      continue;
+    ScalarType t = c.ir.params[p].type;
+    size_t s = size_of(t);
+    if (got[p].size() != want[p].size())
+      return "parameter " + std::to_string(p) + ": sizes differ";
+    size_t bad = 0, first = 0;
+    double worst = 0;
+    for (size_t i = 0; i < got[p].size() / s; ++i) {
+      const uint8_t* g = got[p].data() + i * s;
+      const uint8_t* w = want[p].data() + i * s;
+      bool ok;
+      if (is_float(t)) {
+        double x = as_real(t, g), y = as_real(t, w);
+        if (std::isnan(x) || std::isnan(y))
+          ok = std::isnan(x) && std::isnan(y);
+        else if (c.ulp > 0 && ulp_bound > 0)
+          ok = ulp_distance(x, y, t == ScalarType::Float32) <= ulp_bound;
+        else
+          ok = std::memcmp(g, w, s) == 0;
+        if (!ok)
+          worst = std::max(worst, ulp_distance(x, y, t == ScalarType::Float32));
+      } else {
+        ok = std::memcmp(g, w, s) == 0;
+      }
+      if (!ok && bad++ == 0)
+        first = i;
+    }
+    if (bad) {
+      std::ostringstream os;
+      os << c.name << ": parameter " << p << " (" << to_string(t) << "): " << bad
+         << " elements differ, first [" << first << "]: got ";
+      const uint8_t* g = got[p].data() + first * s;
+      const uint8_t* w = want[p].data() + first * s;
+      if (is_float(t)) {
+        os.precision(17);
+        os << as_real(t, g) << ", expected " << as_real(t, w) << " (worst " << worst << " ulp)";
+      } else {
+        uint64_t x = 0, y = 0;
+        std::memcpy(&x, g, s);
+        std::memcpy(&y, w, s);
+        os << "0x" << std::hex << x << ", expected 0x" << y;
+      }
+      return os.str();
+    }
+  }
+  return "";
+}
+
+}  // namespace ffcuda

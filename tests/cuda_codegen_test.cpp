@@ -1,0 +1,627 @@
+// The CUDA backend's code generation, tested without a GPU: every kernel of the IR corpus and
+// every built-in kernel is assembled by ptxas for sm_75, sm_80 and sm_90 (no errors, no
+// warnings), and run on the PTX reference interpreter (tests/cuda/ptx_interpreter.h) against
+// the LLVM backend and host references, so a semantic mistake in the generator fails here,
+// in CI, not first on a GPU. The math routines are measured against a long double reference.
+#include <algorithm>
+#include <bit>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <type_traits>
+
+#include "backend/cuda/ptx_builtins.h"
+#include "backend/cuda/ptx_codegen.h"
+#include "backend/cuda/ptx_math.h"
+#include "cuda/ir_corpus.h"
+#include "cuda/ptx_interpreter.h"
+#include "cuda/ptxas.h"
+#include "freezeframe/errors.h"
+#ifdef FF_HAVE_LLVM_BACKEND
+#include "backend/llvm/llvm_backend.h"
+#endif
+
+using namespace ff;
+using namespace ff::cuda_backend;
+using ffcuda::PtxModule;
+
+namespace {
+
+// Wrapping integer arithmetic (in the unsigned type: no signed overflow in the reference).
+template <class T>
+T wrap_add(T a, T b) {
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) +
+                          static_cast<std::make_unsigned_t<T>>(b));
+  else
+    return T(a + b);
+}
+
+template <class T>
+T wrap_mul(T a, T b) {
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) *
+                          static_cast<std::make_unsigned_t<T>>(b));
+  else
+    return T(a * b);
+}
+
+// Every built-in module the backend can ask for.
+std::vector<std::string> builtin_modules(const PtxTarget& t) {
+  std::vector<std::string> m;
+  for (unsigned e : {1u, 2u, 4u, 8u})
+    m.push_back(ptx_fill(e, t));
+  m.push_back(ptx_copy(t));
+  m.push_back(ptx_compress(t));
+  for (int ty = 0; ty < kNumScalarTypes; ++ty)
+    for (int op = 0; op < 6; ++op)
+      if (reduce_defined(ReduceOp(op), ScalarType(ty)))
+        m.push_back(ptx_reduce(ReduceOp(op), ScalarType(ty), t));
+  for (int ty = 1; ty < kNumScalarTypes; ++ty)
+    for (bool ex : {false, true})
+      m.push_back(ptx_prefix_sum(ScalarType(ty), ex, t));
+  return m;
+}
+
+std::string ptxas_or_skip() {
+  std::string p = ffcuda::find_ptxas();
+  if (p.empty()) {
+    const char* req = std::getenv("FF_REQUIRE_PTXAS");
+    if (req && *req && std::string(req) != "0")
+      FAIL(
+          "ptxas not found (FF_REQUIRE_PTXAS is set): install the CUDA toolkit or put ptxas "
+          "on PATH");
+    WARN("skipped: ptxas not found (on PATH, in $FF_PTXAS or /usr/local/cuda/bin)");
+  }
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("every corpus kernel assembles with ptxas for sm_75, sm_80 and sm_90 without warnings",
+          "[cuda_codegen][ptxas]") {
+  std::string ptxas = ptxas_or_skip();
+  if (ptxas.empty())
+    return;
+  std::vector<ffcuda::CorpusCase> corpus = ffcuda::ir_corpus();
+  for (unsigned sm : {75u, 80u, 90u}) {
+    INFO("sm_" << sm);
+    PtxOptions o;
+    o.target.sm = sm;
+    std::vector<std::string> kernels;
+    for (const auto& c : corpus) {
+      kernels.push_back(emit_ptx_kernel(c.ir, "k", o));
+      PtxOptions plain = o;
+      plain.unroll = 1;
+      kernels.push_back(emit_ptx_kernel(c.ir, "k", plain));
+    }
+    auto r = ffcuda::run_ptxas(ptxas, ffcuda::combine_modules(kernels, sm), sm);
+    INFO(r.output);
+    CHECK(r.status == 0);
+    CHECK(r.output.empty());
+  }
+}
+
+TEST_CASE("every built-in kernel assembles with ptxas for sm_75, sm_80 and sm_90 without warnings",
+          "[cuda_codegen][ptxas]") {
+  std::string ptxas = ptxas_or_skip();
+  if (ptxas.empty())
+    return;
+  for (unsigned sm : {75u, 80u, 90u}) {
+    INFO("sm_" << sm);
+    PtxTarget t;
+    t.sm = sm;
+    auto r = ffcuda::run_ptxas(ptxas, ffcuda::combine_modules(builtin_modules(t), sm), sm);
+    INFO(r.output);
+    CHECK(r.status == 0);
+    CHECK(r.output.empty());
+  }
+  // One module as the backend loads it, whole (its own header), for the default target.
+  auto r = ffcuda::run_ptxas(ptxas, ptx_reduce(ReduceOp::Sum, ScalarType::Float64, {}), 75);
+  INFO(r.output);
+  CHECK(r.status == 0);
+}
+
+TEST_CASE("PTX policy: ISA 6.4 for sm_75, raised to the first version that knows the target",
+          "[cuda_codegen]") {
+  CHECK(ptx_version_for(PtxTarget{}) == 64);
+  CHECK(ptx_version_for(PtxTarget{80, 0}) == 70);
+  CHECK(ptx_version_for(PtxTarget{86, 0}) == 71);
+  CHECK(ptx_version_for(PtxTarget{90, 0}) == 78);
+  CHECK(ptx_version_for(PtxTarget{100, 0}) == 86);
+  CHECK(ptx_version_for(PtxTarget{120, 0}) == 87);
+  CHECK(ptx_version_for(PtxTarget{75, 80}) == 80);  // an explicit version wins
+  CHECK_THAT(ptx_module_header(PtxTarget{}),
+             Catch::Matchers::StartsWith(".version 6.4\n.target sm_75\n.address_size 64"));
+  KernelIR ir;
+  ir.params.push_back({ParamKind::BufferOut, ScalarType::Int32});
+  ir.emit(IrOp::Store, ScalarType::Int32, {0, ir.emit(IrOp::Index, ScalarType::Int32)});
+  ir.finalize();
+  PtxOptions o;
+  o.target.sm = 90;
+  std::string text = emit_ptx_kernel(ir, "my_kernel", o);
+  CHECK_THAT(text, Catch::Matchers::Contains(".version 7.8\n.target sm_90"));
+  CHECK_THAT(text, Catch::Matchers::Contains(".visible .entry my_kernel("));
+  CHECK_THAT(text, Catch::Matchers::Contains(ir.hash.to_hex()));
+}
+
+TEST_CASE("a kernel with more parameters than a launch can pass is refused", "[cuda_codegen]") {
+  KernelIR ir;
+  for (size_t p = 0; p <= kMaxKernelParams; ++p)
+    ir.params.push_back({ParamKind::Scalar, ScalarType::Int32});
+  ir.finalize();
+  CHECK_THROWS_AS(emit_ptx_kernel(ir, "k"), BackendError);
+  ir.params.pop_back();
+  ir.finalize();
+  CHECK_NOTHROW(emit_ptx_kernel(ir, "k"));
+}
+
+#ifdef FF_HAVE_LLVM_BACKEND
+TEST_CASE("generated PTX computes what the LLVM backend computes, for every corpus kernel",
+          "[cuda_codegen][semantics]") {
+  auto llvm = create_llvm_backend(BackendOptions{1});
+  size_t n_cases = 0;
+  for (const auto& c : ffcuda::ir_corpus()) {
+    INFO(c.name);
+    ffcuda::Buffers want = ffcuda::run_on_backend(*llvm, c);
+    ffcuda::Buffers got = ffcuda::run_on_interpreter(c);
+    // exp/log/sin/cos: libm (and libmvec, within 4 ulp of it) vs our routines (within 2 ulp).
+    CHECK(ffcuda::compare(c, got, want, 8.0) == "");
+    ++n_cases;
+  }
+  CHECK(n_cases > 300);
+}
+#endif
+
+TEST_CASE("unrolled, plain and any grid size give the same results", "[cuda_codegen][semantics]") {
+  for (const auto& c : ffcuda::ir_corpus()) {
+    INFO(c.name);
+    ffcuda::Buffers ref = ffcuda::run_on_interpreter(c);
+    PtxOptions plain;
+    plain.unroll = 1;
+    PtxOptions wide;
+    wide.unroll = 8;
+    CHECK(ffcuda::compare(c, ffcuda::run_on_interpreter(c, plain, 1, 32), ref, 0) == "");
+    CHECK(ffcuda::compare(c, ffcuda::run_on_interpreter(c, wide, 2, 96), ref, 0) == "");
+    // More threads than elements.
+    CHECK(ffcuda::compare(c, ffcuda::run_on_interpreter(c, {}, 5, 256), ref, 0) == "");
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Math routines against a long double reference
+
+namespace {
+
+// |got - want| in ulp of T at want (want rounded to T is the correctly rounded result).
+template <class T>
+double ulp_error(T got, long double want) {
+  T rounded = static_cast<T>(want);
+  if (std::isnan(want))
+    return std::isnan(got) ? 0 : 1e9;
+  if (std::isinf(rounded))
+    return got == rounded ? 0 : 1e9;
+  if (!std::isfinite(got))
+    return 1e9;
+  int e;
+  std::frexp(static_cast<double>(rounded == 0 ? T(want) : rounded), &e);
+  e = std::max(e, std::numeric_limits<T>::min_exponent);
+  long double ulp = std::ldexp(1.0L, e - std::numeric_limits<T>::digits);
+  return static_cast<double>(std::fabs(static_cast<long double>(got) - want) / ulp);
+}
+
+template <class T>
+std::vector<T> run_math(IrOp op, const std::vector<T>& in) {
+  KernelIR ir;
+  ScalarType t = scalar_type_of<T>;
+  ir.params = {{ParamKind::BufferIn, t}, {ParamKind::BufferOut, t}};
+  ir.emit(IrOp::Store, t, {1, ir.emit(op, t, {ir.emit(IrOp::Load, t, {0})})});
+  ir.finalize();
+  PtxModule m(emit_ptx_kernel(ir, "k"));
+  std::vector<T> out(in.size());
+  m.allow(in.data(), in.size() * sizeof(T));
+  m.allow(out.data(), out.size() * sizeof(T));
+  uint64_t params[] = {in.size(), reinterpret_cast<uint64_t>(in.data()),
+                       reinterpret_cast<uint64_t>(out.data())};
+  m.launch("k", 8, 128, params);
+  return out;
+}
+
+template <class T>
+std::vector<T> math_inputs(IrOp op, size_t n, uint64_t seed) {
+  std::mt19937_64 g(seed);
+  std::vector<T> v;
+  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  while (v.size() < n) {
+    size_t k = v.size() % 4;
+    T x;
+    if (k == 0) {
+      // any finite value (random bits)
+      x = std::bit_cast<T>(static_cast<Bits>(g()));
+      if (!std::isfinite(x))
+        continue;
+    } else if (k == 1) {
+      // the interesting range of the function
+      double lo = op == IrOp::Exp ? (sizeof(T) == 4 ? -104 : -746) : op == IrOp::Log ? 0 : -100;
+      double hi = op == IrOp::Exp ? (sizeof(T) == 4 ? 89 : 710) : op == IrOp::Log ? 4 : 100;
+      x = static_cast<T>(std::uniform_real_distribution<double>(lo, hi)(g));
+    } else if (k == 2) {
+      // near 1 (log) / near multiples of pi/2 (sin, cos) / small (exp)
+      double base = op == IrOp::Log   ? 1.0
+                    : op == IrOp::Exp ? 0.0
+                                      : 1.5707963267948966 * double(g() % 200000);
+      x = static_cast<T>(base + std::uniform_real_distribution<double>(-1e-3, 1e-3)(g));
+    } else {
+      // wide magnitudes
+      double mag = std::pow(10.0, std::uniform_real_distribution<double>(-40, 40)(g));
+      x = static_cast<T>(g() & 1 ? mag : -mag);
+    }
+    if (op == IrOp::Log)
+      x = std::fabs(x);
+    v.push_back(x);
+  }
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("exp, log, sin and cos are within 2 ulp of a long double reference",
+          "[cuda_codegen][math]") {
+  struct Fn {
+    IrOp op;
+    const char* name;
+    long double (*ref)(long double);
+  };
+
+  const Fn fns[] = {{IrOp::Exp, "exp", [](long double x) { return std::exp(x); }},
+                    {IrOp::Log, "log", [](long double x) { return std::log(x); }},
+                    {IrOp::Sin, "sin", [](long double x) { return std::sin(x); }},
+                    {IrOp::Cos, "cos", [](long double x) { return std::cos(x); }}};
+  auto check = [&]<class T>() {
+    for (const Fn& f : fns) {
+      // FF_MATH_SAMPLES raises the sample count (docs/cuda.md quotes a run with 2,000,000).
+      const char* env = std::getenv("FF_MATH_SAMPLES");
+      size_t samples = env && *env ? std::strtoull(env, nullptr, 10) : 100000;
+      std::vector<T> in = math_inputs<T>(f.op, samples, 17 + static_cast<unsigned>(f.op));
+      std::vector<T> out = run_math(f.op, in);
+      double worst = 0;
+      T worst_x = 0;
+      for (size_t i = 0; i < in.size(); ++i) {
+        double e = ulp_error(out[i], f.ref(static_cast<long double>(in[i])));
+        if (e > worst) {
+          worst = e;
+          worst_x = in[i];
+        }
+      }
+      INFO(f.name << "." << (sizeof(T) == 4 ? "f32" : "f64") << ": worst " << worst
+                  << " ulp at x = " << std::hexfloat << worst_x);
+      if (std::getenv("FF_MATH_REPORT"))
+        WARN(f.name << "." << (sizeof(T) == 4 ? "f32" : "f64") << ": worst " << worst
+                    << " ulp over " << in.size() << " inputs, at x = " << std::hexfloat << worst_x);
+      CHECK(worst <= kMathUlpBound);
+    }
+  };
+  check.operator()<float>();
+  check.operator()<double>();
+}
+
+TEST_CASE("exp, log, sin and cos give C's special values", "[cuda_codegen][math]") {
+  auto check = [&]<class T>() {
+    using L = std::numeric_limits<T>;
+    std::vector<T> in = {T(0),          T(-0.0),        T(1),           T(-1),
+                         L::infinity(), -L::infinity(), L::quiet_NaN(), L::denorm_min(),
+                         L::min(),      L::max(),       -L::max(),      T(1e-30)};
+    for (IrOp op : {IrOp::Exp, IrOp::Log, IrOp::Sin, IrOp::Cos}) {
+      std::vector<T> out = run_math(op, in);
+      for (size_t i = 0; i < in.size(); ++i) {
+        T x = in[i];
+        T want = op == IrOp::Exp   ? std::exp(x)
+                 : op == IrOp::Log ? std::log(x)
+                 : op == IrOp::Sin ? std::sin(x)
+                                   : std::cos(x);
+        INFO(to_string(op) << "(" << x << ") = " << out[i] << ", C gives " << want);
+        if (std::isnan(want) || std::isinf(want) || want == 0 || want == 1 || x == 0) {
+          CHECK((std::isnan(want) ? std::isnan(out[i]) : out[i] == want));
+          if (!std::isnan(want))  // NaN's sign bit is not specified
+            CHECK(std::signbit(out[i]) == std::signbit(want));
+        } else {
+          CHECK(ulp_error(out[i], static_cast<long double>(want)) <= kMathUlpBound + 1);
+        }
+      }
+    }
+  };
+  check.operator()<float>();
+  check.operator()<double>();
+}
+
+TEST_CASE("the Payne-Hanek table holds the binary digits of 2/pi", "[cuda_codegen][math]") {
+  CHECK(kTwoOverPi[0] == 0);
+  // The first 64 bits against long double's 2/pi (64-bit significand), within its rounding.
+  long double two_over_pi = 0.636619772367581343075535053490057448L;
+  auto top = static_cast<uint64_t>(std::ldexp(two_over_pi, 64));
+  CHECK((kTwoOverPi[1] >= top - 1 && kTwoOverPi[1] <= top + 1));
+  // The rest is checked by the huge arguments of the accuracy test (up to 1e38 and 1e300).
+}
+
+// ---------------------------------------------------------------------------------------
+// Built-in kernels on the interpreter
+
+namespace {
+
+// A scratch area like the backend's: partials plus a zeroed counter word.
+struct Scratch {
+  std::vector<uint64_t> partials = std::vector<uint64_t>(kMaxBuiltinBlocks, 0xDEADBEEFDEADBEEFull);
+  uint32_t counter = 0;
+  uint64_t total = 0;
+};
+
+template <class T>
+T host_reduce_ref(ReduceOp op, const std::vector<T>& v) {
+  using L = std::numeric_limits<T>;
+  T r;
+  switch (op) {
+    case ReduceOp::Sum:
+      r = T(0);
+      for (T x : v)
+        r = wrap_add(r, x);
+      return r;
+    case ReduceOp::Prod:
+      r = T(1);
+      for (T x : v)
+        r = wrap_mul(r, x);
+      return r;
+    case ReduceOp::Min:
+    case ReduceOp::Max: {
+      bool mn = op == ReduceOp::Min;
+      r = mn ? (L::has_infinity ? L::infinity() : L::max())
+             : (L::has_infinity ? -L::infinity() : L::lowest());
+      bool any_number = false;
+      for (T x : v) {
+        if constexpr (std::is_floating_point_v<T>)
+          if (std::isnan(x))
+            continue;
+        any_number = true;
+        r = mn ? std::min(r, x) : std::max(r, x);
+      }
+      if constexpr (std::is_floating_point_v<T>)
+        if (!v.empty() && !any_number)
+          r = L::quiet_NaN();
+      return r;
+    }
+    case ReduceOp::And:
+    case ReduceOp::Or:
+      if constexpr (std::is_integral_v<T>) {
+        r = op == ReduceOp::And ? T(~T(0)) : T(0);
+        for (T x : v)
+          r = op == ReduceOp::And ? T(r & x) : T(r | x);
+        return r;
+      }
+      break;
+  }
+  return T(0);
+}
+
+template <class T>
+void check_reduce(ReduceOp op, size_t n, unsigned max_blocks) {
+  ScalarType t = scalar_type_of<T>;
+  std::mt19937_64 g(n * 31 + static_cast<unsigned>(op));
+  std::vector<T> v(n);
+  for (auto& x : v) {
+    if constexpr (std::is_floating_point_v<T>)
+      x = op == ReduceOp::Prod ? T(g() % 7 == 0 ? -1 : 1) : T(int(g() % 9) - 4);
+    else
+      x = static_cast<T>(g());
+  }
+  if constexpr (std::is_floating_point_v<T>) {
+    bool minmax = op == ReduceOp::Min || op == ReduceOp::Max;
+    if (minmax && n > 3)
+      v[n / 2] = std::numeric_limits<T>::quiet_NaN();  // skipped
+    if (minmax && n == 1)
+      v[0] = std::numeric_limits<T>::quiet_NaN();  // only NaN: NaN
+  }
+  PtxModule m(ptx_reduce(op, t, {}));
+  Scratch s;
+  T out = T(123);
+  m.allow(v.data(), v.size() * sizeof(T));
+  m.allow(s.partials.data(), s.partials.size() * 8);
+  m.allow(&s.counter, 4);
+  m.allow(&out, sizeof out);
+  BuiltinGrid grid = reduce_grid(n, max_blocks);
+  uint64_t params[] = {n, reinterpret_cast<uint64_t>(v.data()), reinterpret_cast<uint64_t>(&out),
+                       reinterpret_cast<uint64_t>(s.partials.data()),
+                       reinterpret_cast<uint64_t>(&s.counter)};
+  m.launch("ff_reduce", grid.grid, kBuiltinBlock, params);
+  T want = host_reduce_ref(op, v);
+  INFO(to_string(t) << " op " << int(op) << " n=" << n << " grid " << grid.grid << ": got " << +out
+                    << ", expected " << +want);
+  if constexpr (std::is_floating_point_v<T>)
+    CHECK(((std::isnan(out) && std::isnan(want)) || out == want));
+  else
+    CHECK(out == want);
+  CHECK(s.counter == 0);  // reset for the next launch
+}
+
+}  // namespace
+
+TEST_CASE("reduce kernels: every op and type, empty input gives the identity, NaN is skipped",
+          "[cuda_codegen][builtins]") {
+  for (size_t n : {size_t(0), size_t(1), size_t(300), size_t(5003)})
+    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min, ReduceOp::Max, ReduceOp::And,
+                        ReduceOp::Or}) {
+      auto one = [&]<class T>() {
+        if (reduce_defined(op, scalar_type_of<T>))
+          check_reduce<T>(op, n, 5);
+      };
+      one.operator()<int32_t>();
+      one.operator()<uint32_t>();
+      one.operator()<int64_t>();
+      one.operator()<uint64_t>();
+      one.operator()<float>();
+      one.operator()<double>();
+    }
+  // Bool: bytes, any nonzero byte is true; Min/And = all, Max/Or = any; Sum/Prod undefined.
+  CHECK_FALSE(reduce_defined(ReduceOp::Sum, ScalarType::Bool));
+  CHECK_FALSE(reduce_defined(ReduceOp::And, ScalarType::Float32));
+  CHECK_THROWS_AS(ptx_reduce(ReduceOp::Prod, ScalarType::Bool, {}), BackendError);
+  for (size_t n : {size_t(0), size_t(1), size_t(2000)})
+    for (int pattern = 0; pattern < 3; ++pattern)
+      for (ReduceOp op : {ReduceOp::And, ReduceOp::Or, ReduceOp::Min, ReduceOp::Max}) {
+        std::vector<uint8_t> v(n, pattern == 0 ? 0 : 2);  // all false, all true (2 counts)
+        if (pattern == 2 && n)
+          v[n - 1] = 0;  // one false at the end
+        bool all = std::all_of(v.begin(), v.end(), [](uint8_t b) { return b != 0; });
+        bool any = std::any_of(v.begin(), v.end(), [](uint8_t b) { return b != 0; });
+        PtxModule m(ptx_reduce(op, ScalarType::Bool, {}));
+        Scratch s;
+        uint8_t out = 7;
+        m.allow(v.data(), v.size());
+        m.allow(s.partials.data(), s.partials.size() * 8);
+        m.allow(&s.counter, 4);
+        m.allow(&out, 1);
+        uint64_t params[] = {
+            n, reinterpret_cast<uint64_t>(v.data()), reinterpret_cast<uint64_t>(&out),
+            reinterpret_cast<uint64_t>(s.partials.data()), reinterpret_cast<uint64_t>(&s.counter)};
+        m.launch("ff_reduce", reduce_grid(n, 3).grid, kBuiltinBlock, params);
+        bool want = (op == ReduceOp::And || op == ReduceOp::Min) ? all : any;
+        INFO("n=" << n << " pattern " << pattern << " op " << int(op));
+        CHECK(out == uint8_t(want));
+      }
+}
+
+namespace {
+
+template <class T>
+void check_scan(bool exclusive, size_t n, unsigned max_blocks, bool in_place) {
+  ScalarType t = scalar_type_of<T>;
+  std::mt19937_64 g(n + 99);
+  std::vector<T> v(n);
+  for (auto& x : v)
+    x = std::is_floating_point_v<T> ? T(int(g() % 9) - 4) : static_cast<T>(g());
+  std::vector<T> want(n);
+  T acc = T(0);
+  for (size_t i = 0; i < n; ++i) {
+    T next = wrap_add(acc, v[i]);
+    want[i] = exclusive ? acc : next;
+    acc = next;
+  }
+  PtxModule m(ptx_prefix_sum(t, exclusive, {}));
+  BuiltinGrid grid = chunked_grid(n, max_blocks);
+  Scratch s;
+  std::vector<T> out(in_place ? 0 : n, T(77));
+  T* dst = in_place ? v.data() : out.data();
+  m.allow(v.data(), v.size() * sizeof(T));
+  m.allow(out.data(), out.size() * sizeof(T));
+  m.allow(s.partials.data(), s.partials.size() * 8);
+  uint64_t p1[] = {n, reinterpret_cast<uint64_t>(v.data()),
+                   reinterpret_cast<uint64_t>(s.partials.data()), grid.chunk};
+  m.launch("ff_scan_partials", grid.grid, kBuiltinBlock, p1);
+  uint64_t p2[] = {n, reinterpret_cast<uint64_t>(v.data()), reinterpret_cast<uint64_t>(dst),
+                   reinterpret_cast<uint64_t>(s.partials.data()), grid.chunk};
+  m.launch("ff_scan_apply", grid.grid, kBuiltinBlock, p2);
+  std::vector<T> got(dst, dst + n);
+  INFO(to_string(t) << (exclusive ? " exclusive" : " inclusive") << " n=" << n << " grid "
+                    << grid.grid << " chunk " << grid.chunk << (in_place ? " in place" : ""));
+  CHECK(got == want);
+}
+
+}  // namespace
+
+TEST_CASE("prefix sum kernels: inclusive and exclusive, in place, over several blocks",
+          "[cuda_codegen][builtins]") {
+  for (size_t n : {size_t(0), size_t(1), size_t(7), size_t(256), size_t(1000), size_t(5003)})
+    for (bool exclusive : {false, true}) {
+      bool in_place = n % 2 == 1;
+      check_scan<int32_t>(exclusive, n, 4, in_place);
+      check_scan<uint32_t>(exclusive, n, 3, !in_place);
+      check_scan<int64_t>(exclusive, n, 4, in_place);
+      check_scan<uint64_t>(exclusive, n, 2, in_place);
+      check_scan<float>(exclusive, n, 4, !in_place);
+      check_scan<double>(exclusive, n, 4, in_place);
+    }
+  CHECK_THROWS_AS(ptx_prefix_sum(ScalarType::Bool, false, {}), BackendError);
+}
+
+TEST_CASE("compress kernels write the indices of true entries in order and their count",
+          "[cuda_codegen][builtins]") {
+  for (size_t n : {size_t(0), size_t(1), size_t(17), size_t(256), size_t(1000), size_t(10007)})
+    for (int density : {0, 1, 50, 100}) {
+      std::mt19937_64 g(n + density);
+      std::vector<uint8_t> mask(n);
+      std::vector<uint32_t> want;
+      for (size_t i = 0; i < n; ++i) {
+        mask[i] = int(g() % 100) < density ? uint8_t(1 + g() % 3) : 0;
+        if (mask[i])
+          want.push_back(uint32_t(i));
+      }
+      PtxModule m(ptx_compress({}));
+      BuiltinGrid grid = chunked_grid(n, 4);
+      std::vector<uint32_t> counts(kMaxBuiltinBlocks, 0xBAD), out(n + 1, 0xFFFFFFFF);
+      uint64_t total = 12345;
+      m.allow(mask.data(), mask.size());
+      m.allow(counts.data(), counts.size() * 4);
+      m.allow(out.data(), out.size() * 4);
+      m.allow(&total, 8);
+      uint64_t p1[] = {n, reinterpret_cast<uint64_t>(mask.data()),
+                       reinterpret_cast<uint64_t>(counts.data()), grid.chunk};
+      m.launch("ff_compress_count", grid.grid, kBuiltinBlock, p1);
+      uint64_t p2[] = {n,
+                       reinterpret_cast<uint64_t>(mask.data()),
+                       reinterpret_cast<uint64_t>(out.data()),
+                       reinterpret_cast<uint64_t>(counts.data()),
+                       grid.chunk,
+                       reinterpret_cast<uint64_t>(&total)};
+      m.launch("ff_compress_write", grid.grid, kBuiltinBlock, p2);
+      INFO("n=" << n << " density " << density << " grid " << grid.grid);
+      REQUIRE(total == want.size());
+      CHECK(std::vector<uint32_t>(out.begin(), out.begin() + long(total)) == want);
+      CHECK(out[total] == 0xFFFFFFFF);  // nothing written past the count
+    }
+}
+
+TEST_CASE("fill and copy kernels", "[cuda_codegen][builtins]") {
+  for (unsigned size : {1u, 2u, 4u, 8u})
+    for (size_t n : {size_t(0), size_t(1), size_t(1001)}) {
+      std::vector<uint8_t> buf(n * size + 16, 0x11);
+      PtxModule m(ptx_fill(size, {}));
+      m.allow(buf.data(), n * size);
+      uint64_t params[] = {n, reinterpret_cast<uint64_t>(buf.data()), 0x8877665544332211ull};
+      m.launch("ff_fill", 2, kBuiltinBlock, params);
+      for (size_t i = 0; i < n * size; ++i)
+        REQUIRE(buf[i] == uint8_t(0x11 * (1 + i % size)));
+      CHECK(buf[n * size] == 0x11);
+    }
+  CHECK_THROWS_AS(ptx_fill(3, {}), BackendError);
+  for (size_t offset : {size_t(0), size_t(1), size_t(8)})
+    for (size_t bytes : {size_t(0), size_t(5), size_t(64), size_t(8001)}) {
+      std::vector<uint8_t> src(bytes + 16), dst(bytes + 16, 0);
+      for (size_t i = 0; i < src.size(); ++i)
+        src[i] = uint8_t(i * 7 + 3);
+      PtxModule m(ptx_copy({}));
+      m.allow(src.data() + offset, bytes);
+      m.allow(dst.data() + offset, bytes);
+      uint64_t params[] = {bytes, reinterpret_cast<uint64_t>(dst.data() + offset),
+                           reinterpret_cast<uint64_t>(src.data() + offset)};
+      m.launch("ff_copy", 3, kBuiltinBlock, params);
+      INFO("offset " << offset << " bytes " << bytes);
+      CHECK(std::equal(dst.begin() + long(offset), dst.begin() + long(offset + bytes),
+                       src.begin() + long(offset)));
+      CHECK(dst[offset + bytes] == 0);
+    }
+}
+
+TEST_CASE("the reference interpreter refuses what it does not understand", "[cuda_codegen]") {
+  const std::string head = ".version 6.4\n.target sm_75\n.address_size 64\n";
+  CHECK_THROWS_AS(PtxModule(head + ".visible .entry k()\n{\n\ttex.1d.v4.f32 %r1, [%rd1];\n}\n"),
+                  ffcuda::PtxError);
+  PtxModule m(head +
+              ".visible .entry k(\n\t.param .u64 p\n)\n{\n\t.reg .b64 %rd<3>;\n"
+              "\tld.param.u64 %rd0, [p];\n\tld.global.u32 %rd1, [%rd0];\n\tret;\n}\n");
+  uint32_t word = 5;
+  uint64_t params[] = {reinterpret_cast<uint64_t>(&word)};
+  CHECK_THROWS_AS(m.launch("k", 1, 1, params), ffcuda::PtxError);  // not allowed: no allow()
+  m.allow(&word, 4);
+  CHECK_NOTHROW(m.launch("k", 1, 1, params));
+}
