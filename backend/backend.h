@@ -49,6 +49,7 @@ constexpr bool reduce_defined(ReduceOp op, ScalarType type) {
 struct BackendStats {
   uint64_t compiles = 0;         // kernels compiled (cache misses)
   uint64_t cache_hits = 0;       // compile() answered from the kernel cache
+  uint64_t threads = 0;          // host threads launches may run on (0: not a host backend)
   uint64_t disk_cache_hits = 0;  // compile() answered from the on-disk kernel cache (no codegen)
   uint64_t launches = 0;         // kernel launches
   uint64_t reductions = 0;       // reduce + prefix_sum + compress calls

@@ -98,7 +98,21 @@ void configure_disk_cache(BackendOptions& o) {
                             o.kernel_cache_max_bytes >> 20);
 }
 
-std::unique_ptr<Backend> build_stack(std::string_view spec) {
+/// Threads for the CPU backend: the explicit option, else FF_THREADS, else 0 (every core).
+unsigned thread_count(const InitOptions& init) {
+  if (init.threads)
+    return init.threads;
+  std::string env = env_or("FF_THREADS", "");
+  if (env.empty())
+    return 0;
+  char* end = nullptr;
+  unsigned long n = std::strtoul(env.c_str(), &end, 10);
+  if (*end || n == 0 || n > 4096 || env[0] == '-')
+    throw Error("FF_THREADS='" + env + "' is not a thread count from 1 to 4096");
+  return static_cast<unsigned>(n);
+}
+
+std::unique_ptr<Backend> build_stack(std::string_view spec, const InitOptions& init = {}) {
   watch_for_process_exit();
   std::string chosen = spec.empty() ? env_or("FF_BACKEND", "llvm") : std::string(spec);
   if (const char* lvl = std::getenv("FF_LOG_LEVEL"); lvl && *lvl)
@@ -106,6 +120,7 @@ std::unique_ptr<Backend> build_stack(std::string_view spec) {
   if (const char* dbg = std::getenv("FF_DEBUG"); dbg && *dbg && std::string(dbg) != "0")
     set_flag_value(Flag::Debug, true);
   BackendOptions options;
+  options.n_threads = thread_count(init);
   configure_disk_cache(options);
   auto backend = backend_registry().create(chosen, options);
   logging::tracer().info("initialised backend stack '{}'{}", backend->name(),
@@ -138,9 +153,13 @@ const bool g_factory_registered = (set_default_stack_factory(&build_default_stac
 }  // namespace detail
 
 void init(std::string_view spec) {
+  init(spec, InitOptions{});
+}
+
+void init(std::string_view spec, const InitOptions& options) {
   detail::write_current_capture();  // the stack being replaced ends here
   detail::replace_device(
-      [&] { return std::make_shared<detail::Device>(detail::build_stack(spec)); });
+      [&] { return std::make_shared<detail::Device>(detail::build_stack(spec, options)); });
 }
 
 void shutdown() {
@@ -183,6 +202,7 @@ Stats stats() {
   s.compiles = b.compiles;
   s.cache_hits = b.cache_hits;
   s.disk_cache_hits = b.disk_cache_hits;
+  s.threads = b.threads;
   s.launches = b.launches;
   s.reductions = b.reductions;
   s.allocs = b.allocs;

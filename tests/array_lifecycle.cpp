@@ -197,3 +197,36 @@ TEST_CASE("memory counters follow allocations and reset_peak_memory restarts the
   const ff::Stats read = delta([&] { (void)c.to_vector(); });
   CHECK(read.host_reads == 1);
 }
+
+TEST_CASE("the CPU backend's thread count comes from InitOptions, then FF_THREADS",
+          "[tracer][init][threads]") {
+  auto work = [] {
+    ff::Float x = ff::arange<ff::Float>(1 << 20);
+    ff::Float y = ff::sum(x * 0.f + 1.f);  // large enough to be split over the pool
+    return y.to_vector()[0];
+  };
+  ::unsetenv("FF_THREADS");
+  ff::init("llvm", ff::InitOptions{1});
+  CHECK(ff::stats().threads == 1);
+  CHECK(work() == 1048576.f);
+  ff::init("llvm", ff::InitOptions{3});
+  CHECK(ff::stats().threads == 3);
+  CHECK(work() == 1048576.f);
+  ff::init("count:llvm");  // decorators report the backend below them
+  CHECK(ff::stats().threads == std::max(1u, std::thread::hardware_concurrency()));
+
+  ::setenv("FF_THREADS", "2", 1);
+  ff::init();
+  CHECK(ff::stats().threads == 2);
+  ff::init("llvm", ff::InitOptions{1});  // the explicit option wins
+  CHECK(ff::stats().threads == 1);
+  for (const char* bad : {"0", "two", "-3", "2x", "100000"}) {
+    INFO(bad);
+    ::setenv("FF_THREADS", bad, 1);
+    REQUIRE_THROWS_AS(ff::init("llvm"), ff::Error);
+    REQUIRE_THROWS_WITH(ff::init("llvm"), Catch::Matchers::Contains("FF_THREADS"));
+  }
+  ::unsetenv("FF_THREADS");
+  ff::init("llvm");
+  CHECK(work() == 1048576.f);  // the call after a failed one
+}

@@ -235,6 +235,26 @@ TEST_CASE("kernel flush: the next replay recompiles from the stored IR", "[recor
   }
 }
 
+TEST_CASE("shutdown and init: a replay plan is rebuilt for the new backend object",
+          "[record][flush]") {
+  // The new backend may sit at the address of the old one; plans are keyed by
+  // Backend::instance_id, which is never reused, so each new stack compiles the kernels again.
+  fresh();
+  Float x0 = make_array(ff::ScalarType::Float32, 1000, 31).as<Float>();
+  ff::Recording r = ff::record({x0}, [&] { return busy(x0); });
+  for (int round = 0; round < 4; ++round) {
+    INFO("round " << round);
+    ff::shutdown();
+    ff::init("llvm");
+    Float x = make_array(ff::ScalarType::Float32, 300 + round, 32).as<Float>();
+    ff::sync();
+    ff::Stats s0 = ff::stats();  // a fresh backend: generation 0, like the old one's
+    Inputs outs = r.replay({x});
+    CHECK(ff::stats().compiles - s0.compiles == r.n_kernels());
+    require_same(snapshot(outs), snapshot(busy(x)), "replay on a fresh stack vs traced");
+  }
+}
+
 TEST_CASE("threads: two threads replay one Recording concurrently", "[record][threads]") {
   fresh();
   Float x0 = make_array(ff::ScalarType::Float32, 1000, 31).as<Float>();

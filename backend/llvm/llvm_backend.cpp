@@ -139,6 +139,7 @@ BackendStats LlvmBackend::stats() const {
   s.compiles = kernels_.compiles();
   s.cache_hits = kernels_.cache_hits();
   s.disk_cache_hits = kernels_.disk_hits();
+  s.threads = pool_.n_threads();
   s.launches = get(launches_);
   s.reductions = get(reductions_);
   s.allocs = get(allocs_);

@@ -7,12 +7,22 @@
 
 namespace ff {
 
+/// Settings of the stack ff::init builds; every field has a default.
+struct InitOptions {
+  /// Host threads the CPU backend launches kernels on (large launches are split over them;
+  /// 1 runs everything on the calling thread). 0: the FF_THREADS environment variable, else
+  /// every core.
+  unsigned threads = 0;
+};
+
 /// Builds the backend stack. `spec` is a backend name ("llvm") or a decorator chain
 /// ("record:llvm", "count:llvm"); empty means the FF_BACKEND environment variable, default
-/// "llvm". Also reads FF_LOG_LEVEL and FF_DEBUG. Re-initialising replaces the stack; arrays
-/// created earlier keep their buffers alive. Throws ff::Error for an unknown name (the
-/// message lists the known ones) or a backend that cannot start.
+/// "llvm". Also reads FF_LOG_LEVEL, FF_DEBUG, FF_THREADS, FF_CACHE_DIR, FF_CACHE_MAX_MB and
+/// FF_CAPTURE. Re-initialising replaces the stack; arrays created earlier keep their buffers
+/// alive. Throws ff::Error for an unknown name (the message lists the known ones) or a bad
+/// FF_THREADS, ff::BackendError for a backend that cannot start.
 void init(std::string_view spec = {});
+void init(std::string_view spec, const InitOptions& options);
 
 /// Frees the backend stack and compiled kernels (arrays still alive keep their buffers until
 /// they are destroyed). init() may follow again.
@@ -43,6 +53,7 @@ struct Stats {
   uint64_t disk_cache_hits =
       0;                    // kernels loaded from the on-disk cache (FF_CACHE_DIR), not compiled
   uint64_t launches = 0;    // kernel launches
+  uint64_t threads = 0;     // host threads the backend launches on (InitOptions::threads)
   uint64_t reductions = 0;  // reduce, prefix_sum and compress operations
   uint64_t allocs = 0;      // buffer allocations
   uint64_t bytes_allocated = 0;  // bytes in live buffers now

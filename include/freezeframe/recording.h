@@ -115,7 +115,6 @@ class Recording {
   /// after any error.
   std::vector<AnyArray> replay(const std::vector<AnyArray>& inputs) const;
 
-
  private:
   friend const std::shared_ptr<detail::RecordingState>& detail::recording_state(const Recording& r);
 
