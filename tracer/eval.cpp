@@ -523,6 +523,58 @@ void var_read(Handle h, void* out) {
   read_local(index_of(h), out);
 }
 
+namespace {
+
+LeafInfo read_leaf_info(VarId v) {
+  const Variable& var = state()[v];
+  LeafInfo info;
+  info.type = var.type;
+  info.literal = var.kind == VarKind::Literal;
+  info.bits = var.imm;
+  info.size = var.size;
+  info.size_has_prov = var.prov != nullptr;
+  return info;
+}
+
+}  // namespace
+
+LeafInfo leaf_info(Handle h) {
+  LeafInfo info;
+  leaf_infos(&h, 1, &info);
+  return info;
+}
+
+void leaf_infos(const Handle* handles, size_t n, LeafInfo* out) {
+  TracerState& s = state();
+  bool foreign = false;
+  {
+    Window w;  // one window for every array of this thread
+    for (size_t i = 0; i < n; ++i) {
+      if (table_of(handles[i]) == s.id)
+        out[i] = read_leaf_info(index_of(handles[i]));
+      else
+        foreign = true;
+    }
+  }
+  if (foreign)
+    for (size_t i = 0; i < n; ++i)
+      if (table_of(handles[i]) != s.id) {
+        ForeignAccess access(table_of(handles[i]));
+        out[i] = read_leaf_info(index_of(handles[i]));
+      }
+}
+
+void make_handle_opaque(Handle h) {
+  TracerState& s = state();
+  if (table_of(h) != s.id) {
+    ForeignAccess access(table_of(h));
+    materialize(index_of(h));
+    return;
+  }
+  Window w;
+  materialize(index_of(h));
+}
+
 void run_pending_scatters() {
   state();
   Window w;

@@ -228,6 +228,22 @@ void flush_side_effects();
 /// Drops every pending scatter unexecuted (a failed recording scope: refused work must have
 /// no effect later).
 void discard_side_effects() noexcept;
+
+/// What a frozen function's key needs to know about an argument array.
+struct LeafInfo {
+  ScalarType type = ScalarType::Float32;
+  bool literal = false;        // an unevaluated constant: its value is baked into kernels
+  uint64_t bits = 0;           // literal: the value's bits
+  uint64_t size = 0;           // element count
+  bool size_has_prov = false;  // the size came from an array (else a plain constant)
+};
+
+LeafInfo leaf_info(Handle h);
+/// leaf_info of `n` arrays at once (one tracer window for those of this thread).
+void leaf_infos(const Handle* handles, size_t n, LeafInfo* out);
+/// Makes `h` (any thread's array) opaque: a literal becomes a buffer, in place.
+void make_handle_opaque(Handle h);
+
 /// For the front end (outside windows): runs / drops this thread's pending scatters, and wraps
 /// a buffer in a new array of this thread.
 void run_pending_scatters();

@@ -6,7 +6,6 @@
 
 #include <cstddef>
 #include <memory>
-#include <source_location>
 #include <string>
 
 #include "backend/cuda/cuda_driver.h"
@@ -40,8 +39,7 @@ class CudaContext {
 
   const DriverApi& api() const { return driver_->api(); }
 
-  void check(CUresult code, const char* call,
-             std::source_location where = std::source_location::current()) const {
+  void check(CUresult code, const char* call, CallerLine where = CallerLine::here()) const {
     driver_->check(code, call, where);
   }
 

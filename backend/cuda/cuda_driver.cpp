@@ -154,12 +154,12 @@ std::string Driver::error_text(CUresult code) const {
   return s;
 }
 
-void Driver::fail(CUresult code, const char* call, std::source_location where) const {
-  std::string file = where.file_name();
+void Driver::fail(CUresult code, const char* call, CallerLine where) const {
+  std::string file = where.file;
   if (size_t slash = file.rfind('/'); slash != std::string::npos)
     file = file.substr(slash + 1);
   throw BackendError("cuda backend: " + std::string(call) + " failed: " + error_text(code) +
-                     " at " + file + ":" + std::to_string(where.line()));
+                     " at " + file + ":" + std::to_string(where.line));
 }
 
 void Driver::log_failure(CUresult code, const char* call) const noexcept {

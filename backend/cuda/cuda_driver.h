@@ -4,7 +4,6 @@
 #pragma once
 
 #include <memory>
-#include <source_location>
 #include <string>
 
 #include "backend/cuda/cuda_api.h"
@@ -51,6 +50,18 @@ class CudaUnavailableError : public BackendError {
 /// The oldest driver API version the generated PTX (ISA 6.4) loads on: CUDA 10.1.
 inline constexpr int kMinDriverVersion = 10010;
 
+/// The file and line of a call, taken from the call site by a default argument (what
+/// std::source_location gives, which clang 14 with libstdc++ 12 lacks).
+struct CallerLine {
+  const char* file;
+  int line;
+
+  static constexpr CallerLine here(const char* file = __builtin_FILE(),
+                                   int line = __builtin_LINE()) {
+    return {file, line};
+  }
+};
+
 class Driver {
  public:
   /// Opens `library` (a soname or a path), resolves every entry point and calls cuInit(0).
@@ -84,13 +95,12 @@ class Driver {
 
   /// Throws ff::BackendError naming `call`, the code and the caller's file:line unless
   /// `code` is CUDA_SUCCESS.
-  void check(CUresult code, const char* call,
-             std::source_location where = std::source_location::current()) const {
+  void check(CUresult code, const char* call, CallerLine where = CallerLine::here()) const {
     if (code != CUDA_SUCCESS)
       fail(code, call, where);
   }
 
-  [[noreturn]] void fail(CUresult code, const char* call, std::source_location where) const;
+  [[noreturn]] void fail(CUresult code, const char* call, CallerLine where) const;
 
   /// For destructors (which log instead of throwing): logs a failed `call` at error level,
   /// except CUDA_ERROR_DEINITIALIZED (the process is exiting and the driver went first).

@@ -138,6 +138,10 @@ class Array {
     return id_;
   }
 
+  /// The variable, or 0 where the array holds none yet (default-constructed or moved from);
+  /// unlike id(), never creates one.
+  detail::Handle raw_id() const noexcept { return id_; }
+
   /// Wraps a variable whose reference the caller hands over.
   static Array steal(detail::Handle id) {
     Array a;

@@ -3,7 +3,10 @@
 
 #include "freezeframe/array.h"
 #include "freezeframe/errors.h"
+#include "freezeframe/freeze.h"
 #include "freezeframe/init.h"
+#include "freezeframe/pcg32.h"
 #include "freezeframe/recording.h"
 #include "freezeframe/scalar_type.h"
 #include "freezeframe/size.h"
+#include "freezeframe/traverse.h"

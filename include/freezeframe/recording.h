@@ -55,6 +55,13 @@ class AnyArray {
   detail::Handle id() const { return id_; }
 
   /// Wraps a variable whose reference the caller hands over.
+  /// Gives up the variable without dropping its reference (the inverse of steal()).
+  detail::Handle release() noexcept {
+    detail::Handle h = id_;
+    id_ = 0;
+    return h;
+  }
+
   static AnyArray steal(detail::Handle id, ScalarType type) {
     AnyArray a;
     a.id_ = id;

@@ -1,0 +1,326 @@
+// Frozen functions against Recording::replay of the same recording, side by side in one run:
+//   args_K (K = 1, 10, 100 arrays of 16 floats in a nested struct, one tiny kernel summing
+//   them): µs per call of ff::freeze's call (scan the arguments, key, hash, look up, replay,
+//   rebuild the result) and of Recording::replay with the same arrays listed by hand;
+//   W1 and W3 (the replay benchmark's workloads) frozen vs replayed;
+//   the demo's heat-diffusion step (examples/heat_step.h) traced vs frozen, per step.
+// Every timed call's result is checked (the heat step: against the host loop, every call),
+// and nothing may compile or trace while timing. Own flag: --ff_expect_wrong (see ff_bench.cpp).
+// Defaults unless given: --benchmark_repetitions=5 --benchmark_report_aggregates_only=true.
+#include <benchmark/benchmark.h>
+#include <freezeframe/freezeframe.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "chain.h"
+#include "examples/heat_step.h"
+#include "harness.h"
+#include "timed_calls.h"
+#include "workloads.h"
+
+// The arguments of the args_K benchmarks: K arrays, nested two levels deep.
+struct BenchLeaf {
+  ff::Float value;
+  int tag = 0;
+};
+FF_STRUCT(BenchLeaf, value, tag)
+
+struct BenchGroup {
+  std::vector<BenchLeaf> leaves;
+  float scale = 1.f;
+};
+FF_STRUCT(BenchGroup, leaves, scale)
+
+struct BenchArgs {
+  std::vector<BenchGroup> groups;
+};
+FF_STRUCT(BenchArgs, groups)
+
+namespace {
+
+constexpr size_t kArgElements = 16;
+
+// K arrays of 16 floats: array k holds k + i / 16, in groups of up to 10.
+BenchArgs make_args(int k) {
+  BenchArgs a;
+  for (int i = 0; i < k; ++i) {
+    if (i % 10 == 0)
+      a.groups.emplace_back();
+    std::vector<float> v(kArgElements);
+    for (size_t j = 0; j < kArgElements; ++j)
+      v[j] = static_cast<float>(i) + static_cast<float>(j) / 16.f;
+    ff::Float x = ff::Float::from(v);
+    ff::eval(x);
+    a.groups.back().leaves.push_back({x, i});
+  }
+  ff::sync();
+  return a;
+}
+
+// The function frozen and recorded: one kernel, 0.5 + the sum of every array.
+ff::Float sum_all(const BenchArgs& a) {
+  ff::Float total(0.5f);
+  for (const BenchGroup& g : a.groups)
+    for (const BenchLeaf& l : g.leaves)
+      total = total + l.value;
+  ff::eval(total);
+  return total;
+}
+
+std::vector<float> sum_all_reference(int k) {
+  std::vector<float> want(kArgElements, 0.5f);
+  for (int i = 0; i < k; ++i)
+    for (size_t j = 0; j < kArgElements; ++j)
+      want[j] += static_cast<float>(i) + static_cast<float>(j) / 16.f;
+  for (float& v : want)
+    v = ff_bench::timed_expectation(v);
+  return want;
+}
+
+std::vector<ff::AnyArray> leaves_of(const BenchArgs& a) {
+  std::vector<ff::AnyArray> out;
+  for (const BenchGroup& g : a.groups)
+    for (const BenchLeaf& l : g.leaves)
+      out.emplace_back(l.value);
+  return out;
+}
+
+void set_us_per_call(benchmark::State& st, double seconds) {
+  st.counters["us_per_item"] = seconds * 1e6 / static_cast<double>(st.iterations());
+}
+
+// Times `call` (returns the synced result) with every result checked against `want`; the
+// steady state: `launches` per call, nothing compiled, and nothing traced unless `traces`.
+template <class Call>
+void time_steady(benchmark::State& st, const std::vector<float>& want, uint64_t launches,
+                 Call&& call, bool traces = false) {
+  ff::sync();
+  const ff::Stats before = ff::stats();
+  const double seconds = ff_bench::time_checked_calls(st, want, call);
+  if (st.error_occurred())
+    return;
+  set_us_per_call(st, seconds);
+  if (!traces && ff::stats().traced_kernels != before.traced_kernels) {
+    st.SkipWithError("a kernel was traced while timing");
+    return;
+  }
+  ff_bench::require_steady_state(st, before, launches);
+}
+
+void args_replay(benchmark::State& st, int k) {
+  BenchArgs a = make_args(k);
+  const std::vector<ff::AnyArray> in = leaves_of(a);
+  ff::Recording rec = ff::record(in, [&] { return std::vector<ff::AnyArray>{sum_all(a)}; });
+  time_steady(st, sum_all_reference(k), 1, [&] {
+    ff::Float y = rec.replay(in)[0].as<ff::Float>();
+    ff::sync();
+    return y;
+  });
+}
+
+void args_frozen(benchmark::State& st, int k) {
+  BenchArgs a = make_args(k);
+  auto f = ff::freeze(sum_all);
+  f(a);  // records
+  time_steady(st, sum_all_reference(k), 1, [&] {
+    ff::Float y = f(a);
+    ff::sync();
+    return y;
+  });
+  if (!st.error_occurred() &&
+      (f.n_recordings() != 1 || f.n_replays() != static_cast<size_t>(st.iterations())))
+    st.SkipWithError("the frozen function recorded again while timing");
+}
+
+void BM_args_1_replay(benchmark::State& st) {
+  args_replay(st, 1);
+}
+
+void BM_args_1_frozen(benchmark::State& st) {
+  args_frozen(st, 1);
+}
+
+void BM_args_10_replay(benchmark::State& st) {
+  args_replay(st, 10);
+}
+
+void BM_args_10_frozen(benchmark::State& st) {
+  args_frozen(st, 10);
+}
+
+void BM_args_100_replay(benchmark::State& st) {
+  args_replay(st, 100);
+}
+
+void BM_args_100_frozen(benchmark::State& st) {
+  args_frozen(st, 100);
+}
+
+ff::Float upload(size_t n) {
+  ff::Float x = ff::Float::from(ff_bench::cached_input(n));
+  ff::eval(x);
+  ff::sync();
+  return x;
+}
+
+void chain_replay(benchmark::State& st, size_t n, int n_ops, int every) {
+  ff::Float x = upload(n);
+  const std::vector<ff::AnyArray> in{ff::AnyArray(x)};
+  ff::Recording rec = ff::record(in, [&] {
+    return std::vector<ff::AnyArray>{ff::AnyArray(ff_bench::run_chain(x, n_ops, every))};
+  });
+  time_steady(st, ff_bench::timed_reference(n, n_ops), ff_bench::launches_per_call(n_ops, every),
+              [&] {
+                ff::Float y = rec.replay(in)[0].as<ff::Float>();
+                ff::sync();
+                return y;
+              });
+}
+
+void chain_frozen(benchmark::State& st, size_t n, int n_ops, int every) {
+  ff::Float x = upload(n);
+  auto f = ff::freeze([&](const ff::Float& in) { return ff_bench::run_chain(in, n_ops, every); });
+  f(x);
+  time_steady(st, ff_bench::timed_reference(n, n_ops), ff_bench::launches_per_call(n_ops, every),
+              [&] {
+                ff::Float y = f(x);
+                ff::sync();
+                return y;
+              });
+}
+
+void BM_W1_replay(benchmark::State& st) {
+  chain_replay(st, ff_bench::kW1Size, ff_bench::kW1Ops, ff_bench::kW1EvalEvery);
+}
+
+void BM_W1_frozen(benchmark::State& st) {
+  chain_frozen(st, ff_bench::kW1Size, ff_bench::kW1Ops, ff_bench::kW1EvalEvery);
+}
+
+void BM_W3_replay(benchmark::State& st) {
+  chain_replay(st, ff_bench::kW3Size, ff_bench::kW3Ops, ff_bench::kW3EvalEvery);
+}
+
+void BM_W3_frozen(benchmark::State& st) {
+  chain_frozen(st, ff_bench::kW3Size, ff_bench::kW3Ops, ff_bench::kW3EvalEvery);
+}
+
+// The demo's step on a 128 x 128 plate (a hot square in a cold plate), traced or frozen; each
+// call's result is checked against the host loop's step of the same plate.
+constexpr uint32_t kHeatSide = 128;
+
+std::vector<float> heat_plate() {
+  std::vector<float> u(size_t(kHeatSide) * kHeatSide, 0.f);
+  for (uint32_t y = kHeatSide / 4; y < kHeatSide / 2; ++y)
+    for (uint32_t x = kHeatSide / 4; x < kHeatSide / 2; ++x)
+      u[size_t(y) * kHeatSide + x] = 100.f;
+  return u;
+}
+
+template <class Step>
+void heat(benchmark::State& st, bool traced, Step&& step_fn) {
+  const std::vector<float> plate = heat_plate();
+  std::vector<float> want(plate.size());
+  heat::reference_step(plate, want, kHeatSide);
+  for (float& v : want)
+    v = ff_bench::timed_expectation(v);
+  ff::Float u = ff::Float::from(plate);
+  ff::eval(u);
+  step_fn(u);  // warm: compiles (traced) or records (frozen)
+  time_steady(
+      st, want, 1,
+      [&] {
+        ff::Float y = step_fn(u);
+        ff::sync();
+        return y;
+      },
+      traced);
+}
+
+void BM_heat_traced(benchmark::State& st) {
+  heat(st, true, [](const ff::Float& u) { return heat::step(u, kHeatSide); });
+}
+
+void BM_heat_frozen(benchmark::State& st) {
+  auto f = ff::freeze(heat::step);
+  heat(st, false, [&](const ff::Float& u) { return f(u, kHeatSide); });
+}
+
+class Summary : public ff_bench::Reporter {
+ public:
+  using Reporter::Reporter;
+
+  void Finalize() override {
+    Reporter::Finalize();
+    std::printf("\nfreeze summary (%s)\n", any_median() ? "medians" : "single runs");
+    auto us = [&](const std::string& name) {
+      const Result* r = find(name);
+      return r ? r->counter("us_per_item") : -1.0;
+    };
+    for (int k : {1, 10, 100}) {
+      double r = us("BM_args_" + std::to_string(k) + "_replay");
+      double f = us("BM_args_" + std::to_string(k) + "_frozen");
+      if (r > 0 && f > 0)
+        std::printf(
+            "%3d array args: replay %7.2f us, frozen %7.2f us: frozen/replay %.3f "
+            "(target <= %.1f)\n",
+            k, r, f, f / r, k == 1 ? 1.1 : 1.3);
+    }
+    for (const char* w : {"W1", "W3"}) {
+      double r = us(std::string("BM_") + w + "_replay");
+      double f = us(std::string("BM_") + w + "_frozen");
+      if (r > 0 && f > 0)
+        std::printf(
+            "%s: replay %7.2f us/call, frozen %7.2f us/call: frozen/replay %.3f "
+            "(target <= 1.1)\n",
+            w, r, f, f / r);
+    }
+    double t = us("BM_heat_traced"), f = us("BM_heat_frozen");
+    if (t > 0 && f > 0)
+      std::printf("heat step (%ux%u): traced %7.2f us, frozen %7.2f us: traced/frozen %.2fx\n",
+                  kHeatSide, kHeatSide, t, f, t / f);
+    ff_bench::warn_if_busy(stdout);
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ff_bench::CommandLine cl(argc, argv);
+  ff_bench::g_expect_wrong = cl.take_switch("ff_expect_wrong");
+  cl.default_to("benchmark_repetitions", "5");
+  if (!cl.has("benchmark_display_aggregates_only"))
+    cl.default_to("benchmark_report_aggregates_only", "true");
+  try {
+    ff::init();
+    benchmark::AddCustomContext("ff_backend", ff::backend_name());
+    if (ff_bench::g_expect_wrong)
+      benchmark::AddCustomContext("self_test", ff_bench::kSelfTestContext);
+    if (int status = cl.initialize_benchmark(); status != 0)
+      return status;
+    using ff_bench::guarded;
+    for (auto [name, fn] : {std::pair{"BM_args_1_replay", &guarded<BM_args_1_replay>},
+                            {"BM_args_1_frozen", &guarded<BM_args_1_frozen>},
+                            {"BM_args_10_replay", &guarded<BM_args_10_replay>},
+                            {"BM_args_10_frozen", &guarded<BM_args_10_frozen>},
+                            {"BM_args_100_replay", &guarded<BM_args_100_replay>},
+                            {"BM_args_100_frozen", &guarded<BM_args_100_frozen>},
+                            {"BM_W1_replay", &guarded<BM_W1_replay>},
+                            {"BM_W1_frozen", &guarded<BM_W1_frozen>},
+                            {"BM_W3_replay", &guarded<BM_W3_replay>},
+                            {"BM_W3_frozen", &guarded<BM_W3_frozen>},
+                            {"BM_heat_traced", &guarded<BM_heat_traced>},
+                            {"BM_heat_frozen", &guarded<BM_heat_frozen>}})
+      benchmark::RegisterBenchmark(name, fn)->UseManualTime();
+    Summary reporter(cl.color());
+    const size_t n_run = benchmark::RunSpecifiedBenchmarks(&reporter);
+    benchmark::Shutdown();
+    ff::shutdown();
+    return ff_bench::exit_status("ff_bench_freeze", n_run, reporter, {});
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ff_bench_freeze: %s\n", e.what());
+    return 1;
+  }
+}

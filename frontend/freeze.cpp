@@ -1,0 +1,906 @@
+// Frozen functions: the recording cache behind ff::freeze.
+//
+// Theory of operation
+// -------------------
+// Each call is first *scanned* (freeze.h: the template walks the arguments): the structure,
+// element types and scalar values become the key's first part, and every array leaf is
+// listed. This file adds what only the tracer knows about each leaf:
+//   - a literal (an unevaluated constant) is baked into the kernels: its value, and its size
+//     when that is a plain constant, go into the key and it is not an input of the recording;
+//   - any other array is an input: which earlier leaf it aliases and which other inputs share
+//     its size (the tracer fuses work of equal sizes into one kernel and broadcasts size 1
+//     against any size, so the pattern of equal sizes shapes the kernels);
+// plus the flags that change generated code. Sizes themselves are not in the key: recordings
+// replay at any size their size expressions and guards allow.
+//
+// The key's XXH3-128 finds an entry; its bytes are compared. An entry holds recordings (most
+// recently used first): a replay whose guard fails (ff::GuardError) tries the next, and when
+// none fits the body is recorded again for this path and kept beside the others. A miss
+// records: ff::record with the input leaves, running the body on the caller's own arguments,
+// so the call itself is the traced call. The outputs are the result's arrays, then the arrays
+// of every argument passed by non-const reference (written back after a replay), with the
+// shape (containers' sizes, scalar values) a replay rebuilds them from.
+//
+// Literals that change: with auto_opaque, a miss whose key equals an earlier one except for
+// the values of some literals marks those leaves opaque for that argument shape (logged with
+// their paths), makes them buffers in the caller's arrays, and keys again; later calls apply
+// the opaque set before keying, so a fresh literal each call costs one more recording in all.
+//
+// Threads: the cache is guarded by a mutex; replays and recordings run outside it. A thread
+// that finds its key being recorded by another waits for that recording and replays it.
+// Nesting: inside an open recording scope a hit replays into it (the outer recording sees the
+// replayed ops) and a miss runs the body traced into it.
+#include "freezeframe/freeze.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cmath>
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "common/hash.h"
+#include "common/log.h"
+#include "frontend/recording_state.h"
+#include "tracer/variable.h"
+
+namespace ff::detail {
+
+void RebuildVisitor::fail(const char* what) {
+  throw FreezeError(std::string("rebuilding a frozen function's result: ") + what);
+}
+
+namespace {
+
+std::atomic<uint64_t> g_next_function{1};
+
+thread_local size_t t_depth = 0;
+
+struct DepthScope {
+  DepthScope() { ++t_depth; }
+
+  ~DepthScope() { --t_depth; }
+};
+
+std::string value_string(ScalarType t, uint64_t bits) {
+  switch (t) {
+    case ScalarType::Bool:
+      return bits ? "true" : "false";
+    case ScalarType::Int32:
+      return std::to_string(static_cast<int32_t>(bits));
+    case ScalarType::UInt32:
+      return std::to_string(static_cast<uint32_t>(bits));
+    case ScalarType::Int64:
+      return std::to_string(static_cast<int64_t>(bits));
+    case ScalarType::UInt64:
+      return std::to_string(bits);
+    case ScalarType::Float32: {
+      float f;
+      auto b = static_cast<uint32_t>(bits);
+      std::memcpy(&f, &b, 4);
+      return std::to_string(f);
+    }
+    case ScalarType::Float64: {
+      double d;
+      std::memcpy(&d, &bits, 8);
+      return std::to_string(d);
+    }
+  }
+  return "?";
+}
+
+/// A recorded path: the recording and what a replay rebuilds the outputs from.
+struct Held {
+  Recording recording;
+  std::vector<uint8_t> out_shape;
+  WrittenArgs written;    // the arguments the body wrote: outputs after the result
+  bool tolerant = false;  // float scatter_add or reduction inside: verify within tolerance
+  uint64_t created = 0;
+  std::atomic<uint64_t> last_used{0};
+};
+
+/// This thread's last hits of one frozen function: what the fast path of the next call
+/// compares against (the argument shape, the leaves it made opaque, the key's tracer part) and
+/// the recordings it tries, valid while the function's epoch is unchanged.
+struct LastHit {
+  uint64_t function = 0;  // FreezeCore::Impl::id; 0 = unused
+  uint64_t epoch = 0;
+  ByteBuffer shape;
+  std::vector<uint32_t> opaque;
+  ByteBuffer key;
+  std::vector<std::weak_ptr<Held>> held;
+};
+
+/// Everything one call needs, reused between calls (one per nesting depth and thread).
+struct CallScratch {
+  ScanVisitor scan;
+  ByteBuffer key;                 // what the tracer adds to the scan's shape (build_key)
+  std::vector<uint8_t> full_key;  // the scan's shape, then `key`: the cache's key
+  std::vector<LeafInfo> infos;
+  std::vector<int32_t> alias;  // per leaf: the first leaf with the same handle, or -1
+  std::vector<AnyArray> inputs;
+  bool borrowed = false;  // `inputs` hold no references: the caller's arguments keep them
+  std::vector<uint64_t> group_sizes;
+  std::vector<std::pair<uint64_t, uint32_t>> sort_scratch;
+  std::array<LastHit, 4> last;  // the functions this thread called last at this depth
+  size_t next_last = 0;
+
+  LastHit* find_last(uint64_t function) {
+    for (LastHit& h : last)
+      if (h.function == function)
+        return &h;
+    return nullptr;
+  }
+
+  LastHit& slot_for(uint64_t function) {
+    if (LastHit* h = find_last(function))
+      return *h;
+    LastHit& h = last[next_last++ % last.size()];
+    h.function = function;
+    return h;
+  }
+};
+
+thread_local std::deque<CallScratch> t_scratch;
+
+/// One attribute of a key, with the argument path it belongs to (for the warn_after message).
+struct KeyItem {
+  std::string path, category, value;
+};
+
+struct Entry {
+  std::vector<uint8_t> key;
+  uint64_t shape_hash = 0;
+  std::vector<LeafInfo> infos;
+  std::vector<std::shared_ptr<Held>> held;  // most recently used first
+  std::vector<KeyItem> description;
+  bool recording = false;  // a thread is recording this key now
+};
+
+/// Whether the recording holds an operation whose float results depend on the order of work.
+bool order_dependent(const rec::RecordingData& d) {
+  for (const rec::Op& op : d.ops)
+    if ((op.code == rec::OpCode::Reduce || op.code == rec::OpCode::PrefixSum) && is_float(op.type))
+      return true;
+  for (const auto& k : d.kernels)
+    for (const IrInstr& in : k->instrs)
+      if (in.op == IrOp::ScatterAdd && is_float(in.type))
+        return true;
+  return false;
+}
+
+/// An array's contents as raw bytes (outside recordings: a host read).
+std::vector<uint8_t> read_bytes(const AnyArray& a, ScalarType* type) {
+  Handle h = a.id();
+  uint64_t n = var_size(h);
+  *type = a.type();
+  std::vector<uint8_t> out(n * size_of(a.type()));
+  if (n)
+    var_read(h, out.data());
+  return out;
+}
+
+template <class T>
+T element(const std::vector<uint8_t>& b, size_t i) {
+  T v;
+  std::memcpy(&v, b.data() + i * sizeof(T), sizeof(T));
+  return v;
+}
+
+/// The first element where `a` and `b` differ, or -1.
+int64_t first_difference(ScalarType t, const std::vector<uint8_t>& a, const std::vector<uint8_t>& b,
+                         bool tolerant) {
+  size_t n = a.size() / size_of(t);
+  auto close = [&](double x, double y) {
+    if (std::isnan(x) && std::isnan(y))
+      return true;
+    if (x == y)
+      return true;
+    return tolerant && std::fabs(x - y) <= 1e-5 * std::max(std::fabs(x), std::fabs(y)) + 1e-6;
+  };
+  for (size_t i = 0; i < n; ++i) {
+    bool same;
+    if (t == ScalarType::Float32)
+      same = close(element<float>(a, i), element<float>(b, i));
+    else if (t == ScalarType::Float64)
+      same = close(element<double>(a, i), element<double>(b, i));
+    else
+      same = std::memcmp(a.data() + i * size_of(t), b.data() + i * size_of(t), size_of(t)) == 0;
+    if (!same)
+      return static_cast<int64_t>(i);
+  }
+  return -1;
+}
+
+std::string element_string(ScalarType t, const std::vector<uint8_t>& b, size_t i) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, b.data() + i * size_of(t), size_of(t));
+  return value_string(t, bits);
+}
+
+}  // namespace
+
+struct FreezeCore::Impl {
+  FreezeOptions options;
+  uint32_t verify_every = 0;
+
+  mutable std::mutex mutex;
+  std::condition_variable done;
+  std::unordered_map<Hash128, std::vector<std::unique_ptr<Entry>>> entries;
+  std::unordered_map<uint64_t, std::vector<uint32_t>> opaque;  // shape hash -> leaf ordinals
+  uint64_t id = 0;  // never reused: what this thread's LastHit names
+  // Bumped (under the mutex) whenever entries, their recordings' order or the opaque sets
+  // change: a LastHit of an older epoch is not trusted.
+  std::atomic<uint64_t> epoch{1};
+  std::atomic<uint64_t> tick{0};
+  uint64_t seq = 0;
+  size_t n_recordings = 0, n_cached = 0;
+  std::atomic<size_t> n_replays{0};
+  std::atomic<uint64_t> replays_until_verify{0};
+  bool warned = false;
+
+  const std::string& name() const { return options.name; }
+
+  std::string prefix() const { return "frozen function '" + options.name + "': "; }
+
+  void build_key(CallScratch& cs, bool borrow = false);
+  void full_key(CallScratch& cs) const;
+  bool replay_last_hit(CallSite& site, CallScratch& cs, uint64_t* tried_epoch);
+  void remember(CallScratch& cs, const Entry& e, const std::vector<uint32_t>& opaque_applied);
+  Entry* find(const Hash128& h, const std::vector<uint8_t>& key);
+  std::vector<uint32_t> changed_literals(const CallScratch& cs, uint64_t shape_hash) const;
+  bool replay(CallSite& site, CallScratch& cs, const std::shared_ptr<Held>& held);
+  std::shared_ptr<Held> record(CallSite& site, CallScratch& cs);
+  void verify(CallSite& site, const Held& held);
+  std::vector<KeyItem> describe(CallSite& site, const CallScratch& cs) const;
+  void warn_if_due(const Entry& fresh);
+  void evict_locked();
+};
+
+FreezeCore::FreezeCore(FreezeOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options = std::move(options);
+  impl_->id = g_next_function++;
+  if (impl_->options.name.empty())
+    impl_->options.name = "frozen function #" + std::to_string(impl_->id);
+  impl_->verify_every = impl_->options.verify;
+  if (!impl_->verify_every)
+    if (const char* e = std::getenv("FF_FREEZE_VERIFY"); e && *e) {
+      char* end = nullptr;
+      unsigned long n = std::strtoul(e, &end, 10);
+      if (*end || n > UINT32_MAX || e[0] == '-')
+        throw Error(
+            "FF_FREEZE_VERIFY must be a replay count (0 = off, N = every Nth replay), "
+            "not '" +
+            std::string(e) + "'");
+      impl_->verify_every = static_cast<uint32_t>(n);
+    }
+  impl_->replays_until_verify = impl_->verify_every;
+}
+
+FreezeCore::~FreezeCore() = default;
+
+ScanVisitor& FreezeCore::scan() {
+  while (t_scratch.size() <= t_depth)
+    t_scratch.emplace_back();
+  ScanVisitor& s = t_scratch[t_depth].scan;
+  s.clear();
+  return s;
+}
+
+bool FreezeCore::freezing() const {
+  return flag(Flag::KernelFreezing) && impl_->options.limit > 0;
+}
+
+const FreezeOptions& FreezeCore::options() const {
+  return impl_->options;
+}
+
+size_t FreezeCore::n_recordings() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->n_recordings;
+}
+
+size_t FreezeCore::n_cached() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->n_cached;
+}
+
+size_t FreezeCore::n_replays() const {
+  return impl_->n_replays.load();
+}
+
+void FreezeCore::clear() {
+  std::lock_guard lock(impl_->mutex);
+  for (auto& [h, list] : impl_->entries)
+    for (auto& e : list)
+      if (e->recording)
+        throw FreezeError(impl_->prefix() + "clear() while a call is recording it");
+  impl_->entries.clear();
+  impl_->opaque.clear();
+  impl_->epoch++;
+  impl_->n_recordings = impl_->n_cached = 0;
+  impl_->n_replays = 0;
+  impl_->warned = false;
+}
+
+Recording FreezeCore::recording(size_t i) const {
+  std::lock_guard lock(impl_->mutex);
+  std::vector<const Held*> all;
+  for (auto& [h, list] : impl_->entries)
+    for (auto& e : list)
+      for (auto& held : e->held)
+        all.push_back(held.get());
+  std::sort(all.begin(), all.end(),
+            [](const Held* a, const Held* b) { return a->created < b->created; });
+  if (i >= all.size())
+    throw Error(impl_->prefix() + "recording(" + std::to_string(i) + "): it holds " +
+                std::to_string(all.size()) + " recording(s)");
+  return all[i]->recording;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Keys
+
+void FreezeCore::Impl::build_key(CallScratch& cs, bool borrow) {
+  const std::vector<Handle>& leaves = cs.scan.leaves;
+  size_t n = leaves.size();
+  cs.key.clear();
+  cs.key.push_back(flag(Flag::Debug) ? 1 : 0);
+  cs.infos.resize(n);
+  leaf_infos(leaves.data(), n, cs.infos.data());
+
+  // Aliases: the first leaf holding the same variable. Arrays made one after another have
+  // ascending handles: then there is none, and no search.
+  cs.alias.assign(n, -1);
+  bool ascending = true;
+  for (size_t i = 1; i < n && ascending; ++i)
+    ascending = leaves[i - 1] < leaves[i];
+  if (ascending) {
+  } else if (n <= 16) {
+    for (size_t i = 0; i < n; ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (leaves[j] == leaves[i]) {
+          cs.alias[i] = static_cast<int32_t>(j);
+          break;
+        }
+  } else {
+    auto& sorted = cs.sort_scratch;
+    sorted.clear();
+    for (size_t i = 0; i < n; ++i)
+      sorted.push_back({leaves[i], static_cast<uint32_t>(i)});
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t k = 1; k < sorted.size(); ++k)
+      if (sorted[k].first == sorted[k - 1].first)
+        cs.alias[sorted[k].second] = cs.alias[sorted[k - 1].second] >= 0
+                                         ? cs.alias[sorted[k - 1].second]
+                                         : static_cast<int32_t>(sorted[k - 1].second);
+  }
+
+  // Per leaf: a literal (its bits and constant size), an alias (of which leaf) or an input
+  // (which size group: inputs sharing a size, numbered by first appearance).
+  std::vector<uint64_t>& group_sizes = cs.group_sizes;
+  group_sizes.clear();
+  if (cs.borrowed)
+    for (AnyArray& a : cs.inputs)
+      a.release();
+  cs.inputs.clear();
+  cs.borrowed = borrow;
+  for (size_t i = 0; i < n; ++i) {
+    const LeafInfo& li = cs.infos[i];
+    if (li.literal) {
+      cs.key.push_back(2);
+      cs.key.append(&li.bits, sizeof li.bits);
+      uint64_t size = li.size_has_prov ? ~uint64_t{0} : li.size;
+      cs.key.append(&size, sizeof size);
+      continue;
+    }
+    if (int32_t alias = cs.alias[i]; alias >= 0) {
+      cs.key.push_back(1);
+      cs.key.append(&alias, sizeof alias);
+      continue;
+    }
+    // Size 1 is a size like any other here: a recording made with a size-1 input that
+    // broadcast holds a guard for it, and one where it did not replays at any size.
+    auto it = std::find(group_sizes.begin(), group_sizes.end(), li.size);
+    auto group = static_cast<uint32_t>(it - group_sizes.begin());
+    if (it == group_sizes.end())
+      group_sizes.push_back(li.size);
+    cs.key.push_back(0);
+    cs.key.append(&group, sizeof group);
+    if (!borrow)
+      inc_ref(leaves[i]);
+    cs.inputs.push_back(AnyArray::steal(leaves[i], li.type));
+  }
+}
+
+Entry* FreezeCore::Impl::find(const Hash128& h, const std::vector<uint8_t>& key) {
+  auto it = entries.find(h);
+  if (it == entries.end())
+    return nullptr;
+  for (auto& e : it->second)
+    if (e->key == key)
+      return e.get();
+  return nullptr;
+}
+
+// The leaves whose literal values differ from an entry that is otherwise the same call.
+std::vector<uint32_t> FreezeCore::Impl::changed_literals(const CallScratch& cs,
+                                                         uint64_t shape_hash) const {
+  for (auto& [h, list] : entries)
+    for (auto& e : list) {
+      if (e->shape_hash != shape_hash || e->infos.size() != cs.infos.size())
+        continue;
+      std::vector<uint32_t> changed;
+      bool same_otherwise = true;
+      for (size_t i = 0; i < cs.infos.size() && same_otherwise; ++i) {
+        const LeafInfo &a = e->infos[i], &b = cs.infos[i];
+        if (a.literal != b.literal || a.type != b.type)
+          same_otherwise = false;
+        else if (a.literal && (a.bits != b.bits || a.size != b.size))
+          changed.push_back(static_cast<uint32_t>(i));
+      }
+      if (same_otherwise && !changed.empty())
+        return changed;
+    }
+  return {};
+}
+
+std::vector<KeyItem> FreezeCore::Impl::describe(CallSite& site, const CallScratch& cs) const {
+  PathVisitor p;
+  site.describe_arguments(p);
+  std::vector<KeyItem> items;
+  for (const PathVisitor::Item& it : p.items) {
+    if (it.leaf < 0 || static_cast<size_t>(it.leaf) >= cs.infos.size()) {
+      bool structural = it.what.rfind("size ", 0) == 0 || it.what.rfind("struct ", 0) == 0;
+      items.push_back({it.path, structural ? "structure" : "value", it.what});
+      continue;
+    }
+    auto leaf = static_cast<size_t>(it.leaf);
+    const LeafInfo& li = cs.infos[leaf];
+    items.push_back({it.path, "element type", it.what});
+    items.push_back({it.path, "literal",
+                     li.literal ? "literal " + value_string(li.type, li.bits) : "not a literal"});
+    if (li.literal)
+      continue;
+    items.push_back({it.path, "aliasing",
+                     cs.alias[leaf] >= 0
+                         ? "the same array as leaf " + std::to_string(cs.alias[leaf])
+                         : "its own array"});
+    if (cs.alias[leaf] >= 0)
+      continue;
+    std::string group = "a size of its own";
+    for (size_t j = 0; j < leaf; ++j)
+      if (!cs.infos[j].literal && cs.alias[j] < 0 && cs.infos[j].size == li.size) {
+        group = "the size of leaf " + std::to_string(j);
+        break;
+      }
+    items.push_back({it.path, "size pattern", group});
+  }
+  return items;
+}
+
+void FreezeCore::Impl::warn_if_due(const Entry& fresh) {
+  if (warned || n_recordings != options.warn_after + 1)
+    return;
+  warned = true;
+  // The nearest earlier key: the fewest differing attributes.
+  const Entry* nearest = nullptr;
+  size_t best = SIZE_MAX;
+  for (auto& [h, list] : entries)
+    for (auto& e : list) {
+      if (e.get() == &fresh)
+        continue;
+      size_t diff = e->description.size() == fresh.description.size() ? 0 : 1000;
+      for (size_t i = 0; i < std::min(e->description.size(), fresh.description.size()); ++i)
+        diff += e->description[i].value != fresh.description[i].value ||
+                e->description[i].path != fresh.description[i].path;
+      if (diff < best) {
+        best = diff;
+        nearest = e.get();
+      }
+    }
+  std::string what;
+  if (nearest) {
+    size_t shown = 0;
+    for (size_t i = 0; i < fresh.description.size() && shown < 3; ++i) {
+      const KeyItem& now = fresh.description[i];
+      if (i >= nearest->description.size()) {
+        what += (shown++ ? "; " : "") + now.path + ": the argument structure changed";
+        continue;
+      }
+      const KeyItem& before = nearest->description[i];
+      if (before.path != now.path) {
+        what += (shown++ ? "; " : "") + now.path + ": the argument structure changed";
+        break;
+      }
+      if (before.value != now.value)
+        what += (shown++ ? "; " : "") + now.path + ": " + now.category + " changed (" +
+                before.value + " -> " + now.value + ")";
+    }
+  }
+  if (fresh.held.size() > 1)
+    what = "the same kind of arguments (a size guard failed: another path through the body)";
+  else if (!nearest)
+    what = "nothing (this is the first recording)";
+  else if (what.empty())
+    what = "the same arguments (a size guard failed: another path through the body)";
+  logging::record().warn(
+      "{}recorded {} times (warn_after = {}); what changed against the nearest earlier call: {}. "
+      "Each new kind of call records anew: keep scalar arguments fixed, pass values that "
+      "change as arrays, or raise warn_after",
+      prefix(), n_recordings, options.warn_after, what);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Recording, replaying, verifying
+
+std::shared_ptr<Held> FreezeCore::Impl::record(CallSite& site, CallScratch& cs) {
+  SinkVisitor sink;
+  WrittenArgs written;
+  Recording r;
+  try {
+    site.snapshot_arguments();
+    r = ff::record(cs.inputs, [&] {
+      site.run();
+      written = site.written_arguments();
+      site.outputs(sink, written);
+      return sink.arrays;
+    });
+  } catch (const GuardError&) {
+    throw;
+  } catch (const FreezeError& e) {
+    throw FreezeError(prefix() + e.what() +
+                      " (a frozen function takes every array it reads as an argument and "
+                      "returns what it computes; read results after the call)");
+  }
+  auto held = std::make_shared<Held>();
+  held->recording = r;
+  held->out_shape = sink.shape.to_vector();
+  held->written = std::move(written);
+  held->tolerant = order_dependent(*recording_state(r)->data);
+  return held;
+}
+
+bool FreezeCore::Impl::replay(CallSite& site, CallScratch& cs, const std::shared_ptr<Held>& held) {
+  // Verify runs the body traced on copies of the arguments as they were before the replay;
+  // never inside an outer recording, which would record it.
+  bool check = verify_every && !recording_open() && --replays_until_verify == 0;
+  if (check) {
+    replays_until_verify = verify_every;
+    site.keep_copies();
+  }
+  std::vector<AnyArray> outs;
+  try {
+    outs = held->recording.replay(cs.inputs);
+  } catch (const GuardError& e) {
+    if (check)
+      replays_until_verify = 1;  // the next replay that fits is checked instead
+    logging::record().debug("{}a recorded path does not fit: {}", prefix(), e.what());
+    return false;
+  }
+  RebuildVisitor rebuild(held->out_shape, outs);
+  site.rebuild(rebuild, held->written);
+  ++n_replays;
+  if (check)
+    verify(site, *held);
+  return true;
+}
+
+void FreezeCore::Impl::verify(CallSite& site, const Held& held) {
+  SinkVisitor traced, replayed;
+  site.run_on_copies(traced, held.written);
+  site.outputs(replayed, held.written);
+  PathVisitor paths;
+  site.describe_outputs(paths, held.written);
+  auto path_of = [&](size_t leaf) -> std::string {
+    for (const PathVisitor::Item& it : paths.items)
+      if (it.leaf == static_cast<int64_t>(leaf))
+        return it.path;
+    return "output " + std::to_string(leaf);
+  };
+  if (traced.shape != replayed.shape || traced.arrays.size() != replayed.arrays.size())
+    throw FreezeError(prefix() +
+                      "verify: the traced run's outputs have another structure or other "
+                      "scalar values than the replay's (a scalar result or argument field "
+                      "that depends on array contents cannot be frozen)");
+  for (size_t k = 0; k < traced.arrays.size(); ++k) {
+    ScalarType ta, tb;
+    std::vector<uint8_t> a = read_bytes(replayed.arrays[k], &ta);
+    std::vector<uint8_t> b = read_bytes(traced.arrays[k], &tb);
+    if (ta != tb || a.size() != b.size())
+      throw FreezeError(prefix() + "verify: output " + path_of(k) + " has " +
+                        std::to_string(a.size() / size_of(ta)) + " " + to_string(ta) +
+                        " elements after the replay, " + std::to_string(b.size() / size_of(tb)) +
+                        " " + to_string(tb) + " when traced");
+    int64_t i = first_difference(ta, a, b, held.tolerant && is_float(ta));
+    if (i >= 0)
+      throw FreezeError(prefix() + "verify: output " + path_of(k) + " differs at index " +
+                        std::to_string(i) + ": the replay gave " +
+                        element_string(ta, a, static_cast<size_t>(i)) + ", the traced run " +
+                        element_string(ta, b, static_cast<size_t>(i)));
+  }
+}
+
+void FreezeCore::Impl::evict_locked() {
+  while (n_cached > options.limit) {
+    Entry* victim_entry = nullptr;
+    size_t victim = 0;
+    uint64_t oldest = UINT64_MAX;
+    for (auto& [h, list] : entries)
+      for (auto& e : list)
+        for (size_t i = 0; i < e->held.size(); ++i)
+          if (e->held[i]->last_used < oldest) {
+            oldest = e->held[i]->last_used;
+            victim_entry = e.get();
+            victim = i;
+          }
+    if (!victim_entry)
+      return;
+    victim_entry->held.erase(victim_entry->held.begin() + static_cast<ptrdiff_t>(victim));
+    --n_cached;
+    epoch++;
+    if (victim_entry->held.empty() && !victim_entry->recording)
+      for (auto& [h, list] : entries)
+        std::erase_if(list,
+                      [&](const std::unique_ptr<Entry>& e) { return e.get() == victim_entry; });
+    std::erase_if(entries, [](const auto& kv) { return kv.second.empty(); });
+  }
+}
+
+namespace {
+
+/// Makes the leaves at `ordinals` opaque (literals become buffers, in the caller's arrays too).
+void apply_opaque(const ScanVisitor& scan, const std::vector<uint32_t>& ordinals) {
+  for (uint32_t i : ordinals)
+    if (i < scan.leaves.size())
+      make_handle_opaque(scan.leaves[i]);
+}
+
+/// With auto_opaque off: every literal leaf is made opaque before keying.
+void make_literals_opaque(const ScanVisitor& scan) {
+  for (Handle h : scan.leaves)
+    if (leaf_info(h).literal)
+      make_handle_opaque(h);
+}
+
+}  // namespace
+
+bool FreezeCore::Impl::replay_last_hit(CallSite& site, CallScratch& cs, uint64_t* tried) {
+  LastHit* hit = cs.find_last(id);
+  uint64_t now = epoch.load(std::memory_order_acquire);
+  if (!hit || hit->epoch != now || !(hit->shape == cs.scan.shape))
+    return false;
+  if (options.auto_opaque)
+    apply_opaque(cs.scan, hit->opaque);
+  else
+    make_literals_opaque(cs.scan);
+  // Borrowed inputs: nothing runs the body on this path, so the caller's arguments hold
+  // every input until the replay is done.
+  build_key(cs, /*borrow=*/true);
+  if (!(cs.key == hit->key))
+    return false;
+  *tried = now;
+  for (size_t i = 0; i < hit->held.size(); ++i) {
+    std::shared_ptr<Held> held = hit->held[i].lock();
+    if (!held)
+      return false;  // dropped meanwhile (the epoch moved on too)
+    if (!replay(site, cs, held))
+      continue;
+    held->last_used.store(++tick, std::memory_order_relaxed);
+    if (i > 0) {
+      // Another path fitted: it goes first in the entry, for this thread and the others.
+      std::lock_guard lock(mutex);
+      full_key(cs);
+      if (Entry* e = find(hash128(std::as_bytes(std::span(cs.full_key))), cs.full_key)) {
+        auto pos = std::find(e->held.begin(), e->held.end(), held);
+        if (pos != e->held.end() && pos != e->held.begin()) {
+          std::rotate(e->held.begin(), pos, pos + 1);
+          epoch++;
+        }
+        remember(cs, *e, hit->opaque);
+      }
+    }
+    return true;
+  }
+  return false;
+}
+
+void FreezeCore::Impl::full_key(CallScratch& cs) const {
+  cs.full_key.assign(cs.scan.shape.begin(), cs.scan.shape.end());
+  cs.full_key.insert(cs.full_key.end(), cs.key.begin(), cs.key.end());
+}
+
+void FreezeCore::Impl::remember(CallScratch& cs, const Entry& e,
+                                const std::vector<uint32_t>& opaque_applied) {
+  LastHit& hit = cs.slot_for(id);
+  hit.epoch = epoch.load(std::memory_order_relaxed);
+  hit.shape = cs.scan.shape;
+  if (&opaque_applied != &hit.opaque)
+    hit.opaque = opaque_applied;
+  hit.key = cs.key;
+  hit.held.assign(e.held.begin(), e.held.end());
+}
+
+void FreezeCore::call(CallSite& site) {
+  Impl& m = *impl_;
+  CallScratch& cs = t_scratch[t_depth];
+  DepthScope depth;  // calls inside the body use the next scratch
+
+  struct ReleaseInputs {  // the scratch keeps no caller's arrays alive after the call
+    CallScratch& cs;
+
+    ~ReleaseInputs() {
+      if (cs.borrowed)
+        for (AnyArray& a : cs.inputs)
+          a.release();
+      cs.inputs.clear();
+      cs.borrowed = false;
+    }
+  } release{cs};
+
+  ScanVisitor& scan = cs.scan;
+  bool nested = recording_open();
+
+  // Fast path: the same kind of call as this thread's last one of this function, with nothing
+  // changed since (no lock, no hash). Nested calls take the full path (it decides between
+  // replaying into the outer recording and tracing into it).
+  uint64_t tried_epoch = 0;  // the epoch at which the fast path tried this key's recordings
+  if (!nested && m.replay_last_hit(site, cs, &tried_epoch))
+    return;
+
+  uint64_t shape_hash = hash64(std::as_bytes(std::span(scan.shape.data(), scan.shape.size())));
+  // Opaque leaves first, so the key sees buffers where it must.
+  std::vector<uint32_t> ordinals;
+  if (!m.options.auto_opaque) {
+    make_literals_opaque(scan);
+  } else {
+    {
+      std::lock_guard lock(m.mutex);
+      auto it = m.opaque.find(shape_hash);
+      if (it != m.opaque.end())
+        ordinals = it->second;
+    }
+    apply_opaque(scan, ordinals);
+  }
+
+  for (;;) {
+    m.build_key(cs);
+    m.full_key(cs);
+    Hash128 h = hash128(std::as_bytes(std::span(cs.full_key)));
+    std::unique_lock lock(m.mutex);
+    Entry* e = m.find(h, cs.full_key);
+    if (e && e->recording && nested) {
+      // Recorded further out on this thread (the body calls itself) or on another thread
+      // while this one records something else: traced into the open recording, never waited
+      // for (a wait here could be on this very thread).
+      lock.unlock();
+      site.run();
+      return;
+    }
+    if (e && e->recording) {
+      // Another thread records this key: wait for it, then replay what it made.
+      m.done.wait(lock, [&] { return !(e = m.find(h, cs.full_key)) || !e->recording; });
+      lock.unlock();
+      tried_epoch = 0;
+      continue;
+    }
+    if (e) {
+      // The fast path tried these already when it matched this key at this epoch.
+      std::vector<std::shared_ptr<Held>> held;
+      if (tried_epoch != m.epoch.load())
+        held = e->held;
+      lock.unlock();
+      for (const auto& candidate : held)
+        if (m.replay(site, cs, candidate)) {
+          candidate->last_used.store(++m.tick, std::memory_order_relaxed);
+          std::lock_guard relock(m.mutex);
+          if (Entry* again = m.find(h, cs.full_key)) {
+            auto pos = std::find(again->held.begin(), again->held.end(), candidate);
+            if (pos != again->held.end() && pos != again->held.begin()) {
+              std::rotate(again->held.begin(), pos, pos + 1);
+              m.epoch++;
+            }
+            if (!nested)
+              m.remember(cs, *again, ordinals);
+          }
+          return;
+        }
+      if (nested) {
+        site.run();
+        return;
+      }
+      lock.lock();
+      e = m.find(h, cs.full_key);
+      if (!e || e->recording) {
+        lock.unlock();
+        tried_epoch = 0;
+        continue;
+      }
+    } else {
+      if (nested) {  // traced into the outer recording, which sees every op
+        lock.unlock();
+        site.run();
+        return;
+      }
+      if (m.options.auto_opaque) {
+        std::vector<uint32_t> changed = m.changed_literals(cs, shape_hash);
+        if (!changed.empty()) {
+          auto& set = m.opaque[shape_hash];
+          for (uint32_t i : changed)
+            if (std::find(set.begin(), set.end(), i) == set.end())
+              set.push_back(i);
+          ordinals = set;
+          m.epoch++;
+          lock.unlock();
+          PathVisitor p;
+          site.describe_arguments(p);
+          for (uint32_t i : changed) {
+            std::string path = "argument array " + std::to_string(i);
+            for (const PathVisitor::Item& it : p.items)
+              if (it.leaf == static_cast<int64_t>(i))
+                path = it.path;
+            logging::record().info(
+                "{}the literal {} changed between calls (now {}): it is made opaque (a buffer, "
+                "passed to the kernels as an argument) from now on, and the function is "
+                "recorded once more",
+                m.prefix(), path, value_string(cs.infos[i].type, cs.infos[i].bits));
+            make_handle_opaque(scan.leaves[i]);
+          }
+          continue;  // key again with buffers there
+        }
+      }
+      auto fresh = std::make_unique<Entry>();
+      fresh->key = cs.full_key;
+      fresh->shape_hash = shape_hash;
+      fresh->infos = cs.infos;
+      e = fresh.get();
+      m.entries[h].push_back(std::move(fresh));
+    }
+    e->recording = true;
+    lock.unlock();
+
+    std::shared_ptr<Held> held;
+    std::vector<KeyItem> description;
+    try {
+      description = m.describe(site, cs);  // the arguments as passed, before the body runs
+      held = m.record(site, cs);
+    } catch (...) {
+      std::lock_guard relock(m.mutex);
+      if ((e = m.find(h, cs.full_key))) {
+        e->recording = false;
+        if (e->held.empty())
+          for (auto& [hh, list] : m.entries)
+            std::erase_if(list, [&](const std::unique_ptr<Entry>& x) { return x.get() == e; });
+        std::erase_if(m.entries, [](const auto& kv) { return kv.second.empty(); });
+        m.epoch++;
+      }
+      m.done.notify_all();
+      throw;
+    }
+    std::lock_guard relock(m.mutex);
+    e = m.find(h, cs.full_key);
+    held->created = ++m.seq;
+    held->last_used.store(++m.tick, std::memory_order_relaxed);
+    e->held.insert(e->held.begin(), held);
+    e->recording = false;
+    if (e->description.empty())
+      e->description = std::move(description);
+    ++m.n_recordings;
+    ++m.n_cached;
+    m.epoch++;
+    logging::record().debug("{}recorded {} ({} recording(s) held)", m.prefix(),
+                            held->recording.summary(), m.n_cached);
+    m.warn_if_due(*e);
+    m.evict_locked();
+    if ((e = m.find(h, cs.full_key)))
+      m.remember(cs, *e, ordinals);
+    m.done.notify_all();
+    return;
+  }
+}
+
+}  // namespace ff::detail

@@ -1,0 +1,610 @@
+// Frozen functions: ff::freeze(fn) traces fn once per kind of call, records what it does, and
+// replays that recording on every later call of the same kind — with inputs of any size the
+// recorded size expressions and guards allow. See docs/freeze.md.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "freezeframe/errors.h"
+#include "freezeframe/init.h"
+#include "freezeframe/recording.h"
+#include "freezeframe/traverse.h"
+
+namespace ff {
+
+/// Settings of a frozen function; every field has a default.
+struct FreezeOptions {
+  /// Used in every message (default: "frozen function #k").
+  std::string name{};
+  /// Recordings kept, least recently used dropped first; 0 runs every call traced.
+  size_t limit = std::numeric_limits<size_t>::max();
+  /// The recording that makes n_recordings() == warn_after + 1 logs one warning naming what
+  /// changed in the key against the nearest earlier one.
+  size_t warn_after = 10;
+  /// A literal argument that changes between calls becomes opaque (a buffer) and the function
+  /// is recorded once more; off: every literal argument is made opaque up front.
+  bool auto_opaque = true;
+  /// N > 0: every Nth replay also runs the body traced on copies of the arguments and compares
+  /// every output (FF_FREEZE_VERIFY=N sets it for every frozen function).
+  uint32_t verify = 0;
+  /// Stored by save(); load() refuses a file with another version string.
+  std::string version{};
+};
+
+namespace detail {
+
+/// A growable byte string for keys and shapes: appends inline, allocates only to grow (the
+/// scan of every call writes one).
+class ByteBuffer {
+ public:
+  ByteBuffer() = default;
+
+  ByteBuffer(const ByteBuffer& o) { append(o.data(), o.size()); }
+
+  ByteBuffer& operator=(const ByteBuffer& o) {
+    if (this != &o) {
+      clear();
+      append(o.data(), o.size());
+    }
+    return *this;
+  }
+
+  void clear() { size_ = 0; }
+
+  void push_back(uint8_t b) {
+    if (size_ == cap_)
+      grow(1);
+    data_[size_++] = b;
+  }
+
+  void append(const void* p, size_t n) {
+    if (cap_ - size_ < n)
+      grow(n);
+    if (n)
+      std::memcpy(data_.get() + size_, p, n);
+    size_ += n;
+  }
+
+  const uint8_t* data() const { return data_.get(); }
+
+  size_t size() const { return size_; }
+
+  const uint8_t* begin() const { return data_.get(); }
+
+  const uint8_t* end() const { return data_.get() + size_; }
+
+  std::vector<uint8_t> to_vector() const { return {begin(), end()}; }
+
+  friend bool operator==(const ByteBuffer& a, const ByteBuffer& b) {
+    return a.size_ == b.size_ && (a.size_ == 0 || std::memcmp(a.data(), b.data(), a.size_) == 0);
+  }
+
+ private:
+  // Out of line, so that push_back and append stay small enough to inline.
+  [[gnu::noinline]] void grow(size_t n) {
+    size_t cap = std::max(cap_ * 2, std::max<size_t>(size_ + n, 64));
+    std::unique_ptr<uint8_t[]> bigger(new uint8_t[cap]);
+    if (size_)
+      std::memcpy(bigger.get(), data_.get(), size_);
+    data_ = std::move(bigger);
+    cap_ = cap;
+  }
+
+  std::unique_ptr<uint8_t[]> data_;
+  size_t size_ = 0, cap_ = 0;
+};
+
+/// Writes what identifies a call's arguments (structure, element types, scalar values) and
+/// collects their arrays; the key adds what only the tracer knows (literals, which inputs
+/// share a size, aliasing).
+struct ScanVisitor {
+  static constexpr bool kRebuilds = false;
+  ByteBuffer shape;
+  std::vector<Handle> leaves;
+
+  void clear() {
+    shape.clear();
+    leaves.clear();
+  }
+
+  void put(const void* p, size_t n) { shape.append(p, n); }
+
+  void token(Node n) { shape.push_back(static_cast<uint8_t>(n)); }
+
+  /// Set: array leaves are taken as they are, 0 for an array that holds no variable (moved
+  /// from), instead of creating an empty variable for it.
+  bool raw = false;
+
+  template <class A>
+  void array(const A& a) {
+    token(Node::Array);
+    shape.push_back(static_cast<uint8_t>(A::kType));
+    leaves.push_back(raw ? a.raw_id() : a.id());
+  }
+
+  template <class S>
+  void scalar(const S& s) {
+    token(Node::Scalar);
+    using U =
+        std::conditional_t<std::is_enum_v<S>, std::underlying_type<S>, std::type_identity<S>>::type;
+    uint8_t tag = static_cast<uint8_t>(sizeof(U) << 2 | (std::is_floating_point_v<U> ? 2 : 0) |
+                                       (std::is_signed_v<U> ? 1 : 0));
+    shape.push_back(tag);
+    put(&s, sizeof(S));
+  }
+
+  void string(const std::string& s) {
+    token(Node::String);
+    uint64_t n = s.size();
+    put(&n, sizeof n);
+    put(s.data(), s.size());
+  }
+
+  void enter(Node node, size_t& n) {
+    token(node);
+    uint64_t size = n;
+    put(&size, sizeof size);
+  }
+
+  void struct_name(const char*, uint64_t hash) { put(&hash, sizeof hash); }
+
+  void map_key(std::string& key) { string(key); }
+
+  void name(const char*) {}
+
+  void index(size_t) {}
+
+  void leave() {}
+
+  void argument() { shape.push_back(0xA0); }
+};
+
+/// Collects a result's (and the written-back arguments') arrays and shape: the structure,
+/// container sizes and scalar values a replay rebuilds them from.
+struct SinkVisitor : ScanVisitor {
+  std::vector<AnyArray> arrays;
+
+  template <class A>
+  void array(const A& a) {
+    ScanVisitor::array(a);
+    arrays.emplace_back(a);
+  }
+};
+
+/// Rebuilds a result or written-back argument from a recorded shape and the replay's arrays.
+class RebuildVisitor {
+ public:
+  static constexpr bool kRebuilds = true;
+
+  RebuildVisitor(const std::vector<uint8_t>& shape, const std::vector<AnyArray>& arrays)
+      : shape_(shape), arrays_(arrays) {}
+
+  template <class A>
+  void array(A& a) {
+    expect(Node::Array);
+    pos_ += 1;  // element type (checked by as<>)
+    if (next_array_ >= arrays_.size())
+      fail("more arrays than the recording returned");
+    a = arrays_[next_array_++].template as<A>();
+  }
+
+  template <class S>
+  void scalar(S& s) {
+    expect(Node::Scalar);
+    pos_ += 1;
+    take(&s, sizeof(S));
+  }
+
+  void string(std::string& s) {
+    expect(Node::String);
+    uint64_t n = 0;
+    take(&n, sizeof n);
+    if (n > shape_.size() - pos_)
+      fail("a string runs past the end");
+    s.assign(reinterpret_cast<const char*>(shape_.data() + pos_), n);
+    pos_ += n;
+  }
+
+  void enter(Node node, size_t& n) {
+    expect(node);
+    uint64_t size = 0;
+    take(&size, sizeof size);
+    n = size;
+  }
+
+  void struct_name(const char*, uint64_t hash) {
+    uint64_t recorded = 0;
+    take(&recorded, sizeof recorded);
+    if (recorded != hash)
+      fail("the recorded shape holds another struct");
+  }
+
+  void map_key(std::string& key) { string(key); }
+
+  void name(const char*) {}
+
+  void index(size_t) {}
+
+  void leave() {}
+
+  void argument() { pos_ += 1; }
+
+ private:
+  [[noreturn]] static void fail(const char* what);
+
+  void expect(Node n) {
+    if (pos_ >= shape_.size() || shape_[pos_] != static_cast<uint8_t>(n))
+      fail("the recorded shape does not match the type");
+    ++pos_;
+  }
+
+  void take(void* out, size_t n) {
+    if (n > shape_.size() - pos_)
+      fail("the recorded shape ends early");
+    std::memcpy(out, shape_.data() + pos_, n);
+    pos_ += n;
+  }
+
+  const std::vector<uint8_t>& shape_;
+  const std::vector<AnyArray>& arrays_;
+  size_t pos_ = 0;
+  size_t next_array_ = 0;
+};
+
+/// Names every array, scalar and container of a traversal by its path (args[1].vel[0]), for
+/// messages: the warning that names what changed, verify's differences.
+class PathVisitor {
+ public:
+  static constexpr bool kRebuilds = false;
+
+  struct Item {
+    std::string path;
+    std::string what;   // "array float32", "value 5", "size 3", "struct Particle"
+    int64_t leaf = -1;  // array: its index among the arrays
+  };
+
+  std::vector<Item> items;
+
+  void root(std::string p) {
+    base_ = std::move(p);
+    path_ = base_;
+  }
+
+  template <class A>
+  void array(const A&) {
+    items.push_back({path_, std::string("array ") + to_string(A::kType), n_arrays_++});
+  }
+
+  template <class S>
+  void scalar(const S& s) {
+    if constexpr (std::is_enum_v<S>)
+      items.push_back({path_, "value " + std::to_string(static_cast<int64_t>(s)), -1});
+    else if constexpr (std::is_same_v<S, bool>)
+      items.push_back({path_, std::string("value ") + (s ? "true" : "false"), -1});
+    else
+      items.push_back({path_, "value " + std::to_string(s), -1});
+  }
+
+  void string(const std::string& s) { items.push_back({path_, "value \"" + s + "\"", -1}); }
+
+  void enter(Node node, size_t& n) {
+    if (node == Node::Vector || node == Node::Map || node == Node::Optional)
+      items.push_back({path_, "size " + std::to_string(n), -1});
+    stack_.push_back(path_);
+  }
+
+  void struct_name(const char* name, uint64_t) {
+    items.push_back({path_, std::string("struct ") + name, -1});
+  }
+
+  void map_key(std::string&) {}
+
+  void name(const char* n) { path_ = stack_.back() + "." + n; }
+
+  void index(size_t i) { path_ = stack_.back() + "[" + std::to_string(i) + "]"; }
+
+  void leave() {
+    path_ = stack_.back();
+    stack_.pop_back();
+  }
+
+  void argument() {}
+
+ private:
+  std::string base_, path_;
+  std::vector<std::string> stack_;
+  int64_t n_arrays_ = 0;
+};
+
+/// Which arguments a recorded call wrote: one byte per argument, 1 where the body changed
+/// what the caller holds (another array, another container size or scalar value).
+using WrittenArgs = std::vector<uint8_t>;
+
+/// One call of a frozen function, seen by the non-template core: the template implements it
+/// over the callable, the caller's arguments and the result.
+class CallSite {
+ public:
+  virtual ~CallSite() = default;
+  /// Runs the body on the caller's arguments (traced, or being recorded).
+  virtual void run() = 0;
+  /// Before run(): notes what each argument the body could write (any non-const one) holds.
+  virtual void snapshot_arguments() = 0;
+  /// After run(): the arguments that now hold something else than at snapshot_arguments().
+  /// One emptied by a move (the body took it by value) counts as unchanged: the caller's
+  /// object is left as it was.
+  virtual WrittenArgs written_arguments() = 0;
+  /// After run(): the result, then the written arguments.
+  virtual void outputs(SinkVisitor& sink, const WrittenArgs& written) = 0;
+  /// After a replay: rebuilds the result and the written arguments.
+  virtual void rebuild(RebuildVisitor& r, const WrittenArgs& written) = 0;
+  /// Verify mode: copies the arguments before a replay (which may update them) ...
+  virtual void keep_copies() = 0;
+  /// ... and after it runs the body traced on those copies, sinking what outputs() would.
+  virtual void run_on_copies(SinkVisitor& sink, const WrittenArgs& written) = 0;
+  /// Paths of the arguments (args[k]...) and of the outputs (result..., args[k]...).
+  virtual void describe_arguments(PathVisitor& p) = 0;
+  virtual void describe_outputs(PathVisitor& p, const WrittenArgs& written) = 0;
+};
+
+/// The non-template part of a frozen function: the recording cache, keys, replay and verify.
+class FreezeCore {
+ public:
+  explicit FreezeCore(FreezeOptions options);
+  ~FreezeCore();
+
+  /// This thread's scan of the arguments, cleared.
+  static ScanVisitor& scan();
+  /// True when calls go through recordings (Flag::KernelFreezing on and limit > 0).
+  bool freezing() const;
+  /// One call, after its arguments were scanned into scan().
+  void call(CallSite& site);
+
+  const FreezeOptions& options() const;
+  size_t n_recordings() const;
+  size_t n_cached() const;
+  size_t n_replays() const;
+  void clear();
+  Recording recording(size_t i) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Whether an argument, scanned before and after the body, still holds the same: the same
+/// structure and scalar values and the same arrays, or nothing at all (moved from).
+inline bool holds_same(const ScanVisitor& before, const ScanVisitor& after) {
+  if (before.shape == after.shape && before.leaves == after.leaves)
+    return true;
+  return std::all_of(after.leaves.begin(), after.leaves.end(), [](Handle h) { return h == 0; }) &&
+         !after.leaves.empty();
+}
+
+}  // namespace detail
+
+/// A frozen function (ff::freeze): call it like the callable; copies share the recordings.
+template <class F>
+class Frozen {
+ public:
+  Frozen(F fn, FreezeOptions options)
+      : fn_(std::make_shared<F>(std::move(fn))),
+        core_(std::make_shared<detail::FreezeCore>(std::move(options))) {}
+
+  /// Calls the function: replays a recording of a call of the same kind, or records one. An
+  /// argument taken by non-const reference is updated in the caller exactly as a traced call
+  /// updates it. Throws ff::FreezeError for what cannot be frozen (a host read inside, an
+  /// implicit input), naming the function; the body's own exceptions propagate unchanged.
+  template <class... A>
+  std::invoke_result_t<F&, A&&...> operator()(A&&... args) {
+    using R = std::invoke_result_t<F&, A&&...>;
+    if (!core_->freezing())
+      return std::invoke(*fn_, std::forward<A>(args)...);
+    static_assert(std::is_void_v<R> || std::is_default_constructible_v<R>,
+                  "ff::freeze: the function's result type needs a default constructor (a "
+                  "replay rebuilds the result from the recording)");
+    detail::ScanVisitor& scan = detail::FreezeCore::scan();
+    (scan_argument<A>(scan, args), ...);
+    Site<R, A...> site(*fn_, args...);
+    core_->call(site);
+    if constexpr (!std::is_void_v<R>)
+      return std::move(*site.result);
+  }
+
+  size_t n_recordings() const { return core_->n_recordings(); }
+
+  size_t n_cached() const { return core_->n_cached(); }
+
+  size_t n_replays() const { return core_->n_replays(); }
+
+  void clear() { core_->clear(); }
+
+  /// The i-th recording held now, oldest first. Throws ff::Error if there is none.
+  Recording recording(size_t i) const { return core_->recording(i); }
+
+  const FreezeOptions& options() const { return core_->options(); }
+
+ private:
+  template <class A, class T>
+  static void scan_argument(detail::ScanVisitor& scan, T& arg) {
+    scan.argument();
+    detail::traverse(scan, arg);
+  }
+
+  template <class R, class... A>
+  class Site final : public detail::CallSite {
+   public:
+    Site(F& fn, A&... args) : fn_(fn), args_(args...) {}
+
+    void run() override {
+      std::apply(
+          [&](auto&... a) {
+            if constexpr (std::is_void_v<R>)
+              std::invoke(fn_, std::forward<A>(a)...);
+            else
+              result.emplace(std::invoke(fn_, std::forward<A>(a)...));
+          },
+          args_);
+    }
+
+    void snapshot_arguments() override {
+      before_.assign(sizeof...(A), {});
+      for_each_writable([&](size_t i, auto& arg) { detail::traverse(before_[i], arg); });
+    }
+
+    detail::WrittenArgs written_arguments() override {
+      detail::WrittenArgs written(sizeof...(A), 0);
+      for_each_writable([&](size_t i, auto& arg) {
+        detail::ScanVisitor after;
+        after.raw = true;
+        detail::traverse(after, arg);
+        written[i] = !detail::holds_same(before_[i], after);
+      });
+      return written;
+    }
+
+    void outputs(detail::SinkVisitor& sink, const detail::WrittenArgs& written) override {
+      if constexpr (!std::is_void_v<R>)
+        detail::traverse(sink, *result);
+      sink_written(sink, args_, written, std::index_sequence_for<A...>());
+    }
+
+    void rebuild(detail::RebuildVisitor& r, const detail::WrittenArgs& written) override {
+      if constexpr (!std::is_void_v<R>) {
+        result.emplace();
+        detail::traverse(r, *result);
+      }
+      // Every argument the recording wrote, in order, whatever this call passed there: an
+      // rvalue takes the update (unseen), a const argument updates a scratch copy.
+      [&]<size_t... I>(std::index_sequence<I...>) {
+        (
+            [&] {
+              if (!written[I])
+                return;
+              auto& arg = std::get<I>(args_);
+              if constexpr (std::is_const_v<std::remove_reference_t<decltype(arg)>>) {
+                std::decay_t<decltype(arg)> scratch = arg;
+                detail::traverse(r, scratch);
+              } else {
+                detail::traverse(r, arg);
+              }
+            }(),
+            ...);
+      }
+      (std::index_sequence_for<A...>());
+    }
+
+    void keep_copies() override {
+      copies_.emplace(
+          std::apply([](auto&... a) { return std::tuple<std::decay_t<A>...>(a...); }, args_));
+    }
+
+    void run_on_copies(detail::SinkVisitor& sink, const detail::WrittenArgs& written) override {
+      std::tuple<std::decay_t<A>...> copies = std::move(*copies_);
+      copies_.reset();
+      std::apply(
+          [&](auto&... c) {
+            if constexpr (std::is_void_v<R>) {
+              std::invoke(fn_, forward_copy<A>(c)...);
+            } else {
+              R traced = std::invoke(fn_, forward_copy<A>(c)...);
+              detail::traverse(sink, traced);
+            }
+          },
+          copies);
+      sink_written(sink, copies, written, std::index_sequence_for<A...>());
+    }
+
+    void describe_arguments(detail::PathVisitor& p) override {
+      describe_args(p, nullptr, std::index_sequence_for<A...>());
+    }
+
+    void describe_outputs(detail::PathVisitor& p, const detail::WrittenArgs& written) override {
+      if constexpr (!std::is_void_v<R>) {
+        p.root("result");
+        detail::traverse(p, *result);
+      }
+      describe_args(p, &written, std::index_sequence_for<A...>());
+    }
+
+    std::optional<std::conditional_t<std::is_void_v<R>, int, R>> result;
+
+   private:
+    // A copy stands in for an argument: an lvalue where the caller passed one (so a body
+    // taking T& binds to the copy), an rvalue otherwise.
+    template <class Arg, class C>
+    static decltype(auto) forward_copy(C& c) {
+      if constexpr (std::is_lvalue_reference_v<Arg>)
+        return static_cast<C&>(c);
+      else
+        return std::move(c);
+    }
+
+    // Calls fn(i, arg) for each argument the body could write: any non-const one. An rvalue
+    // counts too: a body taking it by forwarding reference writes it, and a later call of the
+    // same kind may pass an lvalue there that must be updated.
+    template <class Fn>
+    void for_each_writable(Fn&& fn) {
+      [&]<size_t... I>(std::index_sequence<I...>) {
+        (
+            [&] {
+              if constexpr (!std::is_const_v<
+                                std::remove_reference_t<std::tuple_element_t<I, std::tuple<A...>>>>)
+                fn(I, std::get<I>(args_));
+            }(),
+            ...);
+      }
+      (std::index_sequence_for<A...>());
+    }
+
+    template <class Tuple, size_t... I>
+    static void sink_written(detail::SinkVisitor& sink, Tuple& t,
+                             const detail::WrittenArgs& written, std::index_sequence<I...>) {
+      (
+          [&] {
+            if (written[I])
+              detail::traverse(sink, std::get<I>(t));
+          }(),
+          ...);
+    }
+
+    template <size_t... I>
+    void describe_args(detail::PathVisitor& p, const detail::WrittenArgs* written_only,
+                       std::index_sequence<I...>) {
+      (
+          [&] {
+            if (written_only && !(*written_only)[I])
+              return;
+            p.root("args[" + std::to_string(I) + "]");
+            detail::traverse(p, std::get<I>(args_));
+          }(),
+          ...);
+    }
+
+    F& fn_;
+    std::tuple<A&...> args_;
+    std::vector<detail::ScanVisitor> before_;
+    std::optional<std::tuple<std::decay_t<A>...>> copies_;
+  };
+
+  std::shared_ptr<F> fn_;
+  std::shared_ptr<detail::FreezeCore> core_;
+};
+
+/// Freezes `fn`: see Frozen and docs/freeze.md.
+template <class F>
+Frozen<std::decay_t<F>> freeze(F&& fn, FreezeOptions options = {}) {
+  return Frozen<std::decay_t<F>>(std::forward<F>(fn), std::move(options));
+}
+
+}  // namespace ff
