@@ -17,7 +17,7 @@ inline constexpr char kMagic[4] = {'F', 'F', 'R', 'C'};
 /// sections, records that grow at their end); a reader of an older minor skips what it does
 /// not know.
 inline constexpr uint16_t kVersionMajor = 1;
-inline constexpr uint16_t kVersionMinor = 0;
+inline constexpr uint16_t kVersionMinor = 1;
 
 /// FileHeader::checksum_algo.
 inline constexpr uint16_t kChecksumXxh3_64 = 1;
@@ -53,6 +53,11 @@ enum class SectionType : uint32_t {
   Outputs = 14,       // OutputItem per output
 };
 inline constexpr uint32_t kNumSectionTypes = 15;  // one past the largest known type
+
+/// Since 1.1: a saved frozen function's freeze data (file level, optional; blob). Readers keep
+/// it among the skipped sections; frontend/freeze_io.cpp decodes it (docs/recording-format.md,
+/// "The freeze section").
+inline constexpr uint32_t kSectionFreeze = 64;
 
 /// "info", "strings", ... ("unknown" for other values).
 const char* to_string(SectionType t);

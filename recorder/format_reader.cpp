@@ -52,6 +52,8 @@ const char* to_string(SectionType t) {
     case SectionType::Outputs:
       return "outputs";
   }
+  if (static_cast<uint32_t>(t) == kSectionFreeze)
+    return "freeze";
   return "unknown";
 }
 

@@ -385,3 +385,30 @@ TEST_CASE("freeze arguments: optional and map arguments change the key by their 
   CHECK(f.n_recordings() == 2);
   CHECK(f.n_replays() == 2);
 }
+
+struct ReadmeState {
+  Float pos, vel;
+};
+FF_STRUCT(ReadmeState, pos, vel)
+
+TEST_CASE("freeze arguments: the README's example records once and replays at another size",
+          "[freeze][args]") {
+  fresh();
+  auto body = [](ReadmeState& s, const Float& dt) {
+    s.vel = s.vel - 9.81f * dt;
+    s.pos = s.pos + s.vel * dt;
+  };
+  auto step = ff::freeze(body);
+  for (size_t n : {1000, 37}) {
+    ReadmeState s{Float::from(std::vector<float>(n, 10.f)), Float::from(std::vector<float>(n))};
+    ReadmeState t{Float::from(std::vector<float>(n, 10.f)), Float::from(std::vector<float>(n))};
+    Float dt = Float::from({0.01f});
+    for (int i = 0; i < 100; ++i) {
+      step(s, dt);
+      body(t, dt);
+    }
+    CHECK(diff(snap(s), snap(t)) == "");
+  }
+  CHECK(step.n_recordings() == 1);
+  CHECK(step.n_replays() == 199);
+}

@@ -240,6 +240,12 @@ class RebuildVisitor {
 
   void argument() { pos_ += 1; }
 
+  /// After the last traverse: the shape and the arrays must both be used up.
+  void finish() const {
+    if (pos_ != shape_.size() || next_array_ != arrays_.size())
+      fail("the recording returned more than the result and written arguments hold");
+  }
+
  private:
   [[noreturn]] static void fail(const char* what);
 
@@ -376,9 +382,12 @@ class FreezeCore {
   size_t n_replays() const;
   void clear();
   Recording recording(size_t i) const;
+  void save(const std::string& path) const;
+  void load(const std::string& path);
+
+  struct Impl;
 
  private:
-  struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 
@@ -431,6 +440,16 @@ class Frozen {
 
   /// The i-th recording held now, oldest first. Throws ff::Error if there is none.
   Recording recording(size_t i) const { return core_->recording(i); }
+
+  /// Writes every recording held, with its key, result shape, written arguments and the
+  /// opaque argument paths, and FreezeOptions::version, to one recording file.
+  void save(const std::string& path) const { core_->save(path); }
+
+  /// Adds the recordings of a file written by save(): later calls of their kinds replay them
+  /// without tracing. Throws ff::FormatError for a damaged file or one without freeze data,
+  /// ff::FreezeError for another FreezeOptions::version; the first call whose arguments have
+  /// another structure than the saved ones raises ff::FreezeError.
+  void load(const std::string& path) { core_->load(path); }
 
   const FreezeOptions& options() const { return core_->options(); }
 

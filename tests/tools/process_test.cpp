@@ -2,8 +2,8 @@
 // recording replayed in a fresh process, FF_CAPTURE written at shutdown and at exit. The
 // driver modes spawn this program again in child modes with their own environment.
 //
-//   ff_test_processes two-fill | fresh-process | damaged-entries | trim | capture |
-//                     flush-while-held
+//   ff_test_processes two-fill | fresh-process | frozen-fresh-process | damaged-entries |
+//                     trim | capture | flush-while-held
 //
 // Exit status 0 when every check passed; a failed check prints what and exits 1.
 #include <freezeframe/freezeframe.h>
@@ -176,6 +176,84 @@ int child_load_replay(const std::string& path, const std::string& expect_compile
   return g_failures ? 1 : 0;
 }
 
+// The frozen function of frozen-fresh-process: a struct updated in place and a result of
+// two reductions.
+struct Body {
+  ff::Float pos, vel;
+};
+
+}  // namespace
+
+FF_STRUCT(Body, pos, vel)
+
+namespace {
+
+auto frozen_step() {
+  return ff::freeze(
+      [](Body& b, const ff::Float& dt) {
+        b.vel = b.vel - 9.81f * dt;
+        b.pos = b.pos + b.vel * dt;
+        return std::pair{ff::sum(b.pos), ff::max_reduce(b.vel)};
+      },
+      ff::FreezeOptions{.name = "fall", .version = "v3"});
+}
+
+Body make_body(size_t n) {
+  std::vector<float> p(n), v(n, 0.f);
+  for (size_t i = 0; i < n; ++i)
+    p[i] = static_cast<float>(i);
+  Body b{ff::Float::from(p), ff::Float::from(v)};
+  ff::eval(b.pos, b.vel);
+  return b;
+}
+
+int child_freeze_save(const std::string& path) {
+  ff::init("llvm");
+  auto step = frozen_step();
+  Body b = make_body(100);
+  ff::Float dt = ff::Float::from({0.1f});
+  step(b, dt);
+  step(b, dt);
+  EXPECT(step.n_recordings() == 1, "%zu recordings", step.n_recordings());
+  step.save(path);
+  ff::shutdown();
+  return g_failures ? 1 : 0;
+}
+
+/// Loads a saved frozen function; its first call (at another size) replays: nothing traced,
+/// with `expect_compiles` "0" nothing compiled; the results match the same body traced.
+int child_freeze_load(const std::string& path, const std::string& expect_compiles) {
+  ff::init("llvm");
+  auto step = frozen_step();
+  step.load(path);
+  Body b = make_body(37), t = make_body(37);
+  ff::Float dt = ff::Float::from({0.1f});
+  ff::eval(dt);
+  ff::sync();
+  ff::Stats s0 = ff::stats();
+  auto [sum, top] = step(b, dt);
+  std::vector<float> got_sum = sum.to_vector(), got_pos = b.pos.to_vector();
+  ff::Stats s1 = ff::stats();
+  std::printf(
+      "child: first call of a loaded frozen function: %llu traced kernels, %llu compiled, "
+      "%llu from the disk cache, %zu recordings made\n",
+      static_cast<unsigned long long>(s1.traced_kernels - s0.traced_kernels),
+      static_cast<unsigned long long>(s1.compiles - s0.compiles),
+      static_cast<unsigned long long>(s1.disk_cache_hits - s0.disk_cache_hits),
+      step.n_recordings());
+  EXPECT(step.n_recordings() == 0 && step.n_replays() == 1, "the first call did not replay");
+  EXPECT(s1.traced_kernels == s0.traced_kernels, "the first call traced kernels");
+  if (expect_compiles == "0")
+    EXPECT(s1.compiles == s0.compiles, "the first call compiled");
+  // The same body traced.
+  t.vel = t.vel - 9.81f * dt;
+  t.pos = t.pos + t.vel * dt;
+  EXPECT(got_pos == t.pos.to_vector(), "the written-back positions differ from the traced ones");
+  EXPECT(got_sum == ff::sum(t.pos).to_vector(), "the result differs from the traced one");
+  ff::shutdown();
+  return g_failures ? 1 : 0;
+}
+
 int child_capture(bool shutdown) {
   ff::init("record:llvm");
   ff::Float x = ff::Float::from({1.f, 2.f, 3.f, 4.f});
@@ -216,6 +294,18 @@ int fresh_process() {
          "a fresh process with the disk cache traced or compiled");
   EXPECT(run({"child-load-replay", file, "all"}, {"FF_CACHE_DIR=off"}) == 0,
          "a fresh process without the disk cache traced, or did not compile its kernels");
+  return g_failures ? 1 : 0;
+}
+
+int frozen_fresh_process() {
+  TempDir dir;
+  std::string cache = "FF_CACHE_DIR=" + (dir.path / "cache").string();
+  std::string file = (dir.path / "fall.ffr").string();
+  EXPECT(run({"child-freeze-save", file}, {cache}) == 0, "saving the frozen function failed");
+  EXPECT(run({"child-freeze-load", file, "0"}, {cache}) == 0,
+         "a fresh process with the disk cache traced or compiled on its first call");
+  EXPECT(run({"child-freeze-load", file, "any"}, {"FF_CACHE_DIR=off"}) == 0,
+         "a fresh process without the disk cache traced on its first call");
   return g_failures ? 1 : 0;
 }
 
@@ -340,6 +430,12 @@ int main(int argc, char** argv) {
       return child_save(a[1]);
     if (a.size() == 3 && a[0] == "child-load-replay")
       return child_load_replay(a[1], a[2]);
+    if (a.size() == 2 && a[0] == "child-freeze-save")
+      return child_freeze_save(a[1]);
+    if (a.size() == 3 && a[0] == "child-freeze-load")
+      return child_freeze_load(a[1], a[2]);
+    if (a.size() == 1 && a[0] == "frozen-fresh-process")
+      return frozen_fresh_process();
     if (a.size() == 2 && a[0] == "child-capture")
       return child_capture(a[1] == "shutdown");
     if (a.size() == 1 && a[0] == "two-fill")
@@ -358,7 +454,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", e.what());
     return 1;
   }
-  std::fprintf(stderr, "usage: %s two-fill | fresh-process | damaged-entries | trim | capture\n",
+  std::fprintf(stderr,
+               "usage: %s two-fill | fresh-process | frozen-fresh-process | damaged-entries | "
+               "trim | capture | flush-while-held\n",
                argv[0]);
   return 2;
 }

@@ -1,0 +1,132 @@
+// The recording cache behind ff::freeze, shared by frontend/freeze.cpp (calls: keys, replay,
+// recording, verify) and frontend/freeze_io.cpp (f.save / f.load). Internal.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/hash.h"
+#include "freezeframe/freeze.h"
+#include "tracer/variable.h"
+
+namespace ff::detail {
+
+/// A recorded path: the recording and what a replay rebuilds the outputs from.
+struct Held {
+  Recording recording;
+  std::vector<uint8_t> out_shape;
+  WrittenArgs written;    // the arguments the body wrote: outputs after the result
+  bool tolerant = false;  // float scatter_add or reduction inside: verify within tolerance
+  uint64_t created = 0;
+  std::atomic<uint64_t> last_used{0};
+};
+
+/// This thread's last hits of one frozen function: what the fast path of the next call
+/// compares against (the argument shape, the leaves it made opaque, the key's tracer part) and
+/// the recordings it tries, valid while the function's epoch is unchanged.
+struct LastHit {
+  uint64_t function = 0;  // FreezeCore::Impl::id; 0 = unused
+  uint64_t epoch = 0;
+  ByteBuffer shape;
+  std::vector<uint32_t> opaque;
+  ByteBuffer key;
+  std::vector<std::weak_ptr<Held>> held;
+};
+
+/// Everything one call needs, reused between calls (one per nesting depth and thread).
+struct CallScratch {
+  ScanVisitor scan;
+  ByteBuffer key;                 // what the tracer adds to the scan's shape (build_key)
+  std::vector<uint8_t> full_key;  // the scan's shape, then `key`: the cache's key
+  std::vector<LeafInfo> infos;
+  std::vector<int32_t> alias;  // per leaf: the first leaf with the same handle, or -1
+  std::vector<AnyArray> inputs;
+  bool borrowed = false;  // `inputs` hold no references: the caller's arguments keep them
+  std::vector<uint64_t> group_sizes;
+  std::vector<std::pair<uint64_t, uint32_t>> sort_scratch;
+  std::array<LastHit, 4> last;  // the functions this thread called last at this depth
+  size_t next_last = 0;
+
+  LastHit* find_last(uint64_t function) {
+    for (LastHit& h : last)
+      if (h.function == function)
+        return &h;
+    return nullptr;
+  }
+
+  LastHit& slot_for(uint64_t function) {
+    if (LastHit* h = find_last(function))
+      return *h;
+    LastHit& h = last[next_last++ % last.size()];
+    h.function = function;
+    return h;
+  }
+};
+
+/// One attribute of a key, with the argument path it belongs to (for the warn_after message).
+struct KeyItem {
+  std::string path, category, value;
+};
+
+struct Entry {
+  std::vector<uint8_t> key;  // the scan's shape, then what build_key adds
+  size_t shape_bytes = 0;    // of the key: the shape part
+  uint64_t shape_hash = 0;
+  std::vector<LeafInfo> infos;
+  std::vector<std::shared_ptr<Held>> held;  // most recently used first
+  std::vector<KeyItem> description;
+  bool recording = false;  // a thread is recording this key now
+};
+
+struct FreezeCore::Impl {
+  FreezeOptions options;
+  uint32_t verify_every = 0;
+
+  mutable std::mutex mutex;
+  std::condition_variable done;
+  std::unordered_map<Hash128, std::vector<std::unique_ptr<Entry>>> entries;
+  std::unordered_map<uint64_t, std::vector<uint32_t>> opaque;  // shape hash -> leaf ordinals
+  uint64_t id = 0;  // never reused: what this thread's LastHit names
+  // Bumped (under the mutex) whenever entries, their recordings' order or the opaque sets
+  // change: a LastHit of an older epoch is not trusted.
+  std::atomic<uint64_t> epoch{1};
+  std::atomic<uint64_t> tick{0};
+  uint64_t seq = 0;
+  size_t n_recordings = 0, n_cached = 0;
+  std::atomic<size_t> n_replays{0};
+  std::atomic<uint64_t> replays_until_verify{0};
+  bool warned = false;
+
+  const std::string& name() const { return options.name; }
+
+  std::string prefix() const { return "frozen function '" + options.name + "': "; }
+
+  void build_key(CallScratch& cs, bool borrow = false);
+  void full_key(CallScratch& cs) const;
+  bool replay_last_hit(CallSite& site, CallScratch& cs, uint64_t* tried_epoch);
+  void remember(CallScratch& cs, const Entry& e, const std::vector<uint32_t>& opaque_applied);
+  Entry* find(const Hash128& h, const std::vector<uint8_t>& key);
+  std::vector<uint32_t> changed_literals(const CallScratch& cs, uint64_t shape_hash) const;
+  bool replay(CallSite& site, CallScratch& cs, const std::shared_ptr<Held>& held);
+  std::shared_ptr<Held> record(CallSite& site, CallScratch& cs);
+  void verify(CallSite& site, const Held& held);
+  std::vector<KeyItem> describe(CallSite& site, const CallScratch& cs) const;
+  void warn_if_due(const Entry& fresh);
+  void evict_locked();
+
+  // Loaded from a file (f.load): the argument signatures of its recordings, and the file.
+  std::vector<std::string> loaded_signatures;
+  std::string loaded_from;
+};
+
+/// The kinds of a call's arguments, from the top of each argument's shape ("array float32,
+/// struct 8f3a..., value of 4 bytes"): what f.load's recordings must share with a call.
+std::string argument_signature(const uint8_t* shape, size_t bytes);
+
+}  // namespace ff::detail
