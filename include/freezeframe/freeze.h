@@ -136,8 +136,8 @@ struct ScanVisitor {
   template <class S>
   void scalar(const S& s) {
     token(Node::Scalar);
-    using U =
-        std::conditional_t<std::is_enum_v<S>, std::underlying_type<S>, std::type_identity<S>>::type;
+    using U = typename std::conditional_t<std::is_enum_v<S>, std::underlying_type<S>,
+                                          std::type_identity<S>>::type;
     uint8_t tag = static_cast<uint8_t>(sizeof(U) << 2 | (std::is_floating_point_v<U> ? 2 : 0) |
                                        (std::is_signed_v<U> ? 1 : 0));
     shape.push_back(tag);
