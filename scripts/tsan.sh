@@ -14,10 +14,10 @@ build_dir="${FF_TSAN_BUILD_DIR:-$ff_root/build-tsan}"
 ff_configure "$build_dir" RelWithDebInfo -DFF_SANITIZE=thread -DFF_BUILD_BENCH=OFF \
   -DFF_BUILD_EXAMPLES=OFF "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
   "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "$@"
-cmake --build "$build_dir" -j "$(ff_jobs)" --target ff_tests_tracer ff_tests_record
+cmake --build "$build_dir" -j "$(ff_jobs)" --target ff_tests_tracer ff_tests_record ff_tests_freeze
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
 status=0
-for t in ff_tests_tracer ff_tests_record; do
+for t in ff_tests_tracer ff_tests_record ff_tests_freeze; do
   echo "+ $t [threads]"
   "$build_dir/tests/$t" "[threads]" || status=1
 done

@@ -39,16 +39,19 @@ uint64_t live_bytes() {
 /// does not finish in time.
 template <class F>
 void within_seconds(int seconds, F&& fn, const char* what) {
-  auto done = std::make_shared<std::promise<void>>();
-  std::future<void> finished = done->get_future();
-  std::thread([done, f = std::forward<F>(fn)]() mutable {
-    f();
-    done->set_value();
-  }).detach();
+  // No shared_ptr between the threads: ThreadSanitizer misreads libstdc++ 12's last-reference
+  // check (a 64-bit load over two 32-bit counters) as a race. The thread is joined instead.
+  std::promise<void> done;
+  std::future<void> finished = done.get_future();
+  std::thread worker([&] {
+    fn();
+    done.set_value();
+  });
   if (finished.wait_for(std::chrono::seconds(seconds)) != std::future_status::ready) {
     std::fprintf(stderr, "FAILED: %s did not finish within %d s (deadlock?)\n", what, seconds);
     std::_Exit(1);
   }
+  worker.join();
   finished.get();
 }
 
