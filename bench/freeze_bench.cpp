@@ -6,7 +6,8 @@
 //   the demo's heat-diffusion step (examples/heat_step.h) traced vs frozen, per step.
 // Every timed call's result is checked (the heat step: against the host loop, every call),
 // and nothing may compile or trace while timing. Own flag: --ff_expect_wrong (see ff_bench.cpp).
-// Defaults unless given: --benchmark_repetitions=5 --benchmark_report_aggregates_only=true.
+// Defaults unless given: --benchmark_repetitions=9 --benchmark_enable_random_interleaving=true
+// --benchmark_report_aggregates_only=true.
 #include <benchmark/benchmark.h>
 #include <freezeframe/freezeframe.h>
 
@@ -290,7 +291,10 @@ class Summary : public ff_bench::Reporter {
 int main(int argc, char** argv) {
   ff_bench::CommandLine cl(argc, argv);
   ff_bench::g_expect_wrong = cl.take_switch("ff_expect_wrong");
-  cl.default_to("benchmark_repetitions", "5");
+  cl.default_to("benchmark_repetitions", "9");
+  // Repetitions of the two sides interleaved in random order: on a shared machine the ratios
+  // then compare like with like.
+  cl.default_to("benchmark_enable_random_interleaving", "true");
   if (!cl.has("benchmark_display_aggregates_only"))
     cl.default_to("benchmark_report_aggregates_only", "true");
   try {

@@ -589,7 +589,10 @@ bool FreezeCore::Impl::replay_last_hit(CallSite& site, CallScratch& cs, uint64_t
       return false;  // dropped meanwhile (the epoch moved on too)
     if (!replay(site, cs, held))
       continue;
-    held->last_used.store(++tick, std::memory_order_relaxed);
+    // An approximate clock is enough for LRU: a load and a store, no locked instruction.
+    uint64_t now_used = tick.load(std::memory_order_relaxed) + 1;
+    tick.store(now_used, std::memory_order_relaxed);
+    held->last_used.store(now_used, std::memory_order_relaxed);
     if (i > 0) {
       // Another path fitted: it goes first in the entry, for this thread and the others.
       std::lock_guard lock(mutex);
