@@ -20,13 +20,7 @@ void Recording::save(const std::string& path) const {
 }
 
 Recording Recording::load(const std::string& path, size_t index) {
-  MappedFile bytes(path);
-  format::ParsedFile file;
-  try {
-    file = format::parse(bytes.bytes());
-  } catch (const FormatError& e) {
-    throw FormatError(path + ": " + e.what());
-  }
+  format::ParsedFile file = format::parse_file(path);
   if (index >= file.recordings.size())
     throw Error(path + ": holds " + std::to_string(file.recordings.size()) +
                 " recording(s); there is no recording " + std::to_string(index));

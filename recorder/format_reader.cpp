@@ -14,6 +14,7 @@
 #include <set>
 #include <string_view>
 
+#include "common/file_io.h"
 #include "common/hash.h"
 #include "common/log.h"
 #include "common/version.h"
@@ -624,6 +625,15 @@ ParsedFile Reader::run() {
 ParsedFile parse(std::span<const std::byte> bytes, const ParseOptions& options) {
   Reader reader(bytes, options);
   return reader.run();
+}
+
+ParsedFile parse_file(const std::string& path, const ParseOptions& options) {
+  MappedFile bytes(path);
+  try {
+    return parse(bytes.bytes(), options);
+  } catch (const FormatError& e) {
+    throw FormatError(path + ": " + e.what());
+  }
 }
 
 }  // namespace ff::format

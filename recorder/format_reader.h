@@ -1,6 +1,6 @@
-// Bytes of a recording file -> Recordings, validated: a pure function over a byte span (file
-// I/O is the caller's). Every problem raises ff::FormatError naming the section, the item,
-// the byte offset where there is one, and what was wrong.
+// Bytes of a recording file -> Recordings, validated: a pure function over a byte span, and
+// parse_file() for a file by path. Every problem raises ff::FormatError naming the section, the
+// item, the byte offset where there is one, and what was wrong.
 #pragma once
 
 #include <cstddef>
@@ -60,5 +60,9 @@ struct ParsedFile {
 /// Parses and validates a whole file. Throws ff::FormatError; the message starts with
 /// "recording file: " and names the section, item and byte offset where it can.
 ParsedFile parse(std::span<const std::byte> bytes, const ParseOptions& options = {});
+
+/// parse() of the file at `path` (mapped, not copied). A FormatError's message starts with
+/// the path; a file that cannot be opened is an ff::Error naming it.
+ParsedFile parse_file(const std::string& path, const ParseOptions& options = {});
 
 }  // namespace ff::format

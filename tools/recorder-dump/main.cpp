@@ -8,25 +8,11 @@
 #include <optional>
 #include <string>
 
-#include "common/file_io.h"
 #include "common/version.h"
 #include "dump.h"
 #include "freezeframe/errors.h"
 #include "recorder/format.h"
 #include "recorder/format_reader.h"
-
-namespace {
-
-ff::format::ParsedFile load(const std::string& path) {
-  ff::MappedFile bytes(path);
-  try {
-    return ff::format::parse(bytes.bytes());
-  } catch (const ff::FormatError& e) {
-    throw ff::FormatError(path + ": " + e.what());
-  }
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Shows what a freezeframe recording file holds.", "recorder-dump"};
@@ -70,9 +56,9 @@ int main(int argc, char** argv) {
   bool diffing = !other.empty();
   ff::format::ParsedFile a, b;
   try {
-    a = load(file);
+    a = ff::format::parse_file(file);
     if (diffing)
-      b = load(other);
+      b = ff::format::parse_file(other);
   } catch (const ff::Error& e) {
     std::cerr << "recorder-dump: " << e.what() << "\n";
     return diffing ? 2 : 1;

@@ -16,7 +16,6 @@
 #include <string>
 #include <vector>
 
-#include "common/file_io.h"
 #include "common/version.h"
 #include "freezeframe/errors.h"
 #include "freezeframe/init.h"
@@ -283,11 +282,7 @@ int run(int argc, char** argv) {
 
   ff::format::ParsedFile parsed;
   try {
-    ff::MappedFile bytes(file);
-    parsed = ff::format::parse(bytes.bytes());
-  } catch (const ff::FormatError& e) {
-    std::cerr << "recorder-replay: " << file << ": " << e.what() << "\n";
-    return 1;
+    parsed = ff::format::parse_file(file);  // its messages name the file
   } catch (const ff::Error& e) {
     std::cerr << "recorder-replay: " << e.what() << "\n";
     return 1;
