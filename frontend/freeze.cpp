@@ -18,8 +18,8 @@
 // none fits the body is recorded again for this path and kept beside the others. A miss
 // records: ff::record with the input leaves, running the body on the caller's own arguments,
 // so the call itself is the traced call. The outputs are the result's arrays, then the arrays
-// of every argument passed by non-const reference (written back after a replay), with the
-// shape (containers' sizes, scalar values) a replay rebuilds them from.
+// of every argument the body changed (compared before and after it ran; written back after a
+// replay), with the shape (containers' sizes, scalar values) a replay rebuilds them from.
 //
 // Literals that change: with auto_opaque, a miss whose key equals an earlier one except for
 // the values of some literals marks those leaves opaque for that argument shape (logged with
@@ -27,7 +27,9 @@
 // the opaque set before keying, so a fresh literal each call costs one more recording in all.
 //
 // Threads: the cache is guarded by a mutex; replays and recordings run outside it. A thread
-// that finds its key being recorded by another waits for that recording and replays it.
+// that finds its key being recorded by another waits for that recording and replays it. Each
+// thread remembers its last kind of call of each function (LastHit): a repeat replays without
+// the mutex or the hashes while the cache's epoch is unchanged.
 // Nesting: inside an open recording scope a hit replays into it (the outer recording sees the
 // replayed ops) and a miss runs the body traced into it.
 #include "freezeframe/freeze.h"
@@ -257,15 +259,14 @@ void FreezeCore::Impl::build_key(CallScratch& cs, bool borrow) {
   bool ascending = true;
   for (size_t i = 1; i < n && ascending; ++i)
     ascending = leaves[i - 1] < leaves[i];
-  if (ascending) {
-  } else if (n <= 16) {
+  if (!ascending && n <= 16) {
     for (size_t i = 0; i < n; ++i)
       for (size_t j = 0; j < i; ++j)
         if (leaves[j] == leaves[i]) {
           cs.alias[i] = static_cast<int32_t>(j);
           break;
         }
-  } else {
+  } else if (!ascending) {
     auto& sorted = cs.sort_scratch;
     sorted.clear();
     for (size_t i = 0; i < n; ++i)
@@ -282,10 +283,7 @@ void FreezeCore::Impl::build_key(CallScratch& cs, bool borrow) {
   // (which size group: inputs sharing a size, numbered by first appearance).
   std::vector<uint64_t>& group_sizes = cs.group_sizes;
   group_sizes.clear();
-  if (cs.borrowed)
-    for (AnyArray& a : cs.inputs)
-      a.release();
-  cs.inputs.clear();
+  cs.drop_inputs();
   cs.borrowed = borrow;
   for (size_t i = 0; i < n; ++i) {
     const LeafInfo& li = cs.infos[i];
@@ -543,40 +541,76 @@ void FreezeCore::Impl::evict_locked() {
     --n_cached;
     epoch++;
     if (victim_entry->held.empty() && !victim_entry->recording)
-      for (auto& [h, list] : entries)
-        std::erase_if(list,
-                      [&](const std::unique_ptr<Entry>& e) { return e.get() == victim_entry; });
-    std::erase_if(entries, [](const auto& kv) { return kv.second.empty(); });
+      erase_entry(victim_entry);
   }
 }
 
-namespace {
-
-/// Makes the leaves at `ordinals` opaque (literals become buffers, in the caller's arrays too).
-void apply_opaque(const ScanVisitor& scan, const std::vector<uint32_t>& ordinals) {
-  for (uint32_t i : ordinals)
-    if (i < scan.leaves.size())
-      make_handle_opaque(scan.leaves[i]);
+Entry& FreezeCore::Impl::add_entry(const Hash128& h, std::vector<uint8_t> key, size_t shape_bytes,
+                                   std::vector<LeafInfo> infos) {
+  auto fresh = std::make_unique<Entry>();
+  fresh->shape_hash = hash64(std::as_bytes(std::span(key.data(), shape_bytes)));
+  fresh->key = std::move(key);
+  fresh->shape_bytes = shape_bytes;
+  fresh->infos = std::move(infos);
+  Entry& e = *fresh;
+  entries[h].push_back(std::move(fresh));
+  return e;
 }
 
-/// With auto_opaque off: every literal leaf is made opaque before keying.
-void make_literals_opaque(const ScanVisitor& scan) {
-  for (Handle h : scan.leaves)
-    if (leaf_info(h).literal)
-      make_handle_opaque(h);
+void FreezeCore::Impl::hold(Entry& e, std::shared_ptr<Held> held) {
+  held->created = ++seq;
+  touch(*held);
+  e.held.insert(e.held.begin(), std::move(held));
+  ++n_cached;
+  epoch++;
 }
 
-}  // namespace
+void FreezeCore::Impl::promote(Entry& e, const std::shared_ptr<Held>& held) {
+  auto pos = std::find(e.held.begin(), e.held.end(), held);
+  if (pos != e.held.end() && pos != e.held.begin()) {
+    std::rotate(e.held.begin(), pos, pos + 1);
+    epoch++;
+  }
+}
+
+void FreezeCore::Impl::erase_entry(const Entry* e) {
+  for (auto& [h, list] : entries)
+    std::erase_if(list, [&](const std::unique_ptr<Entry>& x) { return x.get() == e; });
+  std::erase_if(entries, [](const auto& kv) { return kv.second.empty(); });
+  epoch++;
+}
+
+void FreezeCore::Impl::touch(Held& held) {
+  uint64_t now = tick.load(std::memory_order_relaxed) + 1;
+  tick.store(now, std::memory_order_relaxed);
+  held.last_used.store(now, std::memory_order_relaxed);
+}
+
+void FreezeCore::Impl::make_opaque_leaves(CallScratch& cs,
+                                          const std::vector<uint32_t>& ordinals) const {
+  const std::vector<Handle>& leaves = cs.scan.leaves;
+  std::vector<Handle> to_make;
+  if (options.auto_opaque) {
+    for (uint32_t i : ordinals)
+      if (i < leaves.size())
+        to_make.push_back(leaves[i]);
+  } else {
+    cs.infos.resize(leaves.size());
+    leaf_infos(leaves.data(), leaves.size(), cs.infos.data());
+    for (size_t i = 0; i < leaves.size(); ++i)
+      if (cs.infos[i].literal)
+        to_make.push_back(leaves[i]);
+  }
+  if (!to_make.empty())
+    var_make_opaque(to_make);  // literals become buffers, in the caller's arrays too
+}
 
 bool FreezeCore::Impl::replay_last_hit(CallSite& site, CallScratch& cs, uint64_t* tried) {
   LastHit* hit = cs.find_last(id);
   uint64_t now = epoch.load(std::memory_order_acquire);
   if (!hit || hit->epoch != now || !(hit->shape == cs.scan.shape))
     return false;
-  if (options.auto_opaque)
-    apply_opaque(cs.scan, hit->opaque);
-  else
-    make_literals_opaque(cs.scan);
+  make_opaque_leaves(cs, hit->opaque);
   // Borrowed inputs: nothing runs the body on this path, so the caller's arguments hold
   // every input until the replay is done.
   build_key(cs, /*borrow=*/true);
@@ -589,20 +623,13 @@ bool FreezeCore::Impl::replay_last_hit(CallSite& site, CallScratch& cs, uint64_t
       return false;  // dropped meanwhile (the epoch moved on too)
     if (!replay(site, cs, held))
       continue;
-    // An approximate clock is enough for LRU: a load and a store, no locked instruction.
-    uint64_t now_used = tick.load(std::memory_order_relaxed) + 1;
-    tick.store(now_used, std::memory_order_relaxed);
-    held->last_used.store(now_used, std::memory_order_relaxed);
+    touch(*held);
     if (i > 0) {
       // Another path fitted: it goes first in the entry, for this thread and the others.
       std::lock_guard lock(mutex);
       full_key(cs);
       if (Entry* e = find(hash128(std::as_bytes(std::span(cs.full_key))), cs.full_key)) {
-        auto pos = std::find(e->held.begin(), e->held.end(), held);
-        if (pos != e->held.end() && pos != e->held.begin()) {
-          std::rotate(e->held.begin(), pos, pos + 1);
-          epoch++;
-        }
+        promote(*e, held);
         remember(cs, *e, hit->opaque);
       }
     }
@@ -635,13 +662,7 @@ void FreezeCore::call(CallSite& site) {
   struct ReleaseInputs {  // the scratch keeps no caller's arrays alive after the call
     CallScratch& cs;
 
-    ~ReleaseInputs() {
-      if (cs.borrowed)
-        for (AnyArray& a : cs.inputs)
-          a.release();
-      cs.inputs.clear();
-      cs.borrowed = false;
-    }
+    ~ReleaseInputs() { cs.drop_inputs(); }
   } release{cs};
 
   ScanVisitor& scan = cs.scan;
@@ -657,17 +678,13 @@ void FreezeCore::call(CallSite& site) {
   uint64_t shape_hash = hash64(std::as_bytes(std::span(scan.shape.data(), scan.shape.size())));
   // Opaque leaves first, so the key sees buffers where it must.
   std::vector<uint32_t> ordinals;
-  if (!m.options.auto_opaque) {
-    make_literals_opaque(scan);
-  } else {
-    {
-      std::lock_guard lock(m.mutex);
-      auto it = m.opaque.find(shape_hash);
-      if (it != m.opaque.end())
-        ordinals = it->second;
-    }
-    apply_opaque(scan, ordinals);
+  if (m.options.auto_opaque) {
+    std::lock_guard lock(m.mutex);
+    auto it = m.opaque.find(shape_hash);
+    if (it != m.opaque.end())
+      ordinals = it->second;
   }
+  m.make_opaque_leaves(cs, ordinals);
 
   for (;;) {
     m.build_key(cs);
@@ -698,14 +715,10 @@ void FreezeCore::call(CallSite& site) {
       lock.unlock();
       for (const auto& candidate : held)
         if (m.replay(site, cs, candidate)) {
-          candidate->last_used.store(++m.tick, std::memory_order_relaxed);
+          m.touch(*candidate);
           std::lock_guard relock(m.mutex);
           if (Entry* again = m.find(h, cs.full_key)) {
-            auto pos = std::find(again->held.begin(), again->held.end(), candidate);
-            if (pos != again->held.end() && pos != again->held.begin()) {
-              std::rotate(again->held.begin(), pos, pos + 1);
-              m.epoch++;
-            }
+            m.promote(*again, candidate);
             if (!nested)
               m.remember(cs, *again, ordinals);
           }
@@ -750,8 +763,8 @@ void FreezeCore::call(CallSite& site) {
                 "passed to the kernels as an argument) from now on, and the function is "
                 "recorded once more",
                 m.prefix(), path, value_string(cs.infos[i].type, cs.infos[i].bits));
-            make_handle_opaque(scan.leaves[i]);
           }
+          m.make_opaque_leaves(cs, changed);
           continue;  // key again with buffers there
         }
       }
@@ -768,13 +781,7 @@ void FreezeCore::call(CallSite& site) {
                             "): load a file saved by this function");
         }
       }
-      auto fresh = std::make_unique<Entry>();
-      fresh->key = cs.full_key;
-      fresh->shape_bytes = scan.shape.size();
-      fresh->shape_hash = shape_hash;
-      fresh->infos = cs.infos;
-      e = fresh.get();
-      m.entries[h].push_back(std::move(fresh));
+      e = &m.add_entry(h, cs.full_key, scan.shape.size(), cs.infos);
     }
     e->recording = true;
     lock.unlock();
@@ -789,25 +796,18 @@ void FreezeCore::call(CallSite& site) {
       if ((e = m.find(h, cs.full_key))) {
         e->recording = false;
         if (e->held.empty())
-          for (auto& [hh, list] : m.entries)
-            std::erase_if(list, [&](const std::unique_ptr<Entry>& x) { return x.get() == e; });
-        std::erase_if(m.entries, [](const auto& kv) { return kv.second.empty(); });
-        m.epoch++;
+          m.erase_entry(e);
       }
       m.done.notify_all();
       throw;
     }
     std::lock_guard relock(m.mutex);
     e = m.find(h, cs.full_key);
-    held->created = ++m.seq;
-    held->last_used.store(++m.tick, std::memory_order_relaxed);
-    e->held.insert(e->held.begin(), held);
+    m.hold(*e, held);
     e->recording = false;
     if (e->description.empty())
       e->description = std::move(description);
     ++m.n_recordings;
-    ++m.n_cached;
-    m.epoch++;
     logging::record().debug("{}recorded {} ({} recording(s) held)", m.prefix(),
                             held->recording.summary(), m.n_cached);
     m.warn_if_due(*e);

@@ -60,6 +60,15 @@ struct CallScratch {
     return nullptr;
   }
 
+  /// Empties `inputs`, dropping the references unless they were borrowed.
+  void drop_inputs() {
+    if (borrowed)
+      for (AnyArray& a : inputs)
+        a.release();
+    inputs.clear();
+    borrowed = false;
+  }
+
   LastHit& slot_for(uint64_t function) {
     if (LastHit* h = find_last(function))
       return *h;
@@ -103,10 +112,10 @@ struct FreezeCore::Impl {
   std::atomic<uint64_t> replays_until_verify{0};
   bool warned = false;
 
-  const std::string& name() const { return options.name; }
-
   std::string prefix() const { return "frozen function '" + options.name + "': "; }
 
+  /// Makes leaves opaque before keying: those at `ordinals` (auto_opaque), or every literal.
+  void make_opaque_leaves(CallScratch& cs, const std::vector<uint32_t>& ordinals) const;
   void build_key(CallScratch& cs, bool borrow = false);
   void full_key(CallScratch& cs) const;
   bool replay_last_hit(CallSite& site, CallScratch& cs, uint64_t* tried_epoch);
@@ -119,6 +128,19 @@ struct FreezeCore::Impl {
   std::vector<KeyItem> describe(CallSite& site, const CallScratch& cs) const;
   void warn_if_due(const Entry& fresh);
   void evict_locked();
+
+  // The cache's bookkeeping (under the mutex unless said otherwise).
+  /// A new entry for `key`, whose first `shape_bytes` bytes are the argument shape.
+  Entry& add_entry(const Hash128& h, std::vector<uint8_t> key, size_t shape_bytes,
+                   std::vector<LeafInfo> infos);
+  /// Keeps `held` in `e`, first (most recently used).
+  void hold(Entry& e, std::shared_ptr<Held> held);
+  /// Moves `held` to the front of `e`'s recordings (it fitted where the first did not).
+  void promote(Entry& e, const std::shared_ptr<Held>& held);
+  /// Drops `e` and its recordings.
+  void erase_entry(const Entry* e);
+  /// Marks `held` used now, for LRU (no mutex: an approximate clock is enough).
+  void touch(Held& held);
 
   // Loaded from a file (f.load): the argument signatures of its recordings, and the file.
   std::vector<std::string> loaded_signatures;

@@ -294,13 +294,7 @@ void FreezeCore::save(const std::string& path) const {
 
 void FreezeCore::load(const std::string& path) {
   Impl& m = *impl_;
-  MappedFile file(path);
-  format::ParsedFile parsed;
-  try {
-    parsed = format::parse(file.bytes());
-  } catch (const FormatError& e) {
-    throw FormatError(path + ": " + e.what());
-  }
+  format::ParsedFile parsed = format::parse_file(path);
   const format::RawSection* section = nullptr;
   for (const format::RawSection& s : parsed.skipped)
     if (s.type == format::kSectionFreeze && s.recording == format::kFileLevel)
@@ -401,19 +395,9 @@ void FreezeCore::load(const std::string& path) {
   for (Loaded& one : loaded) {
     Hash128 h = hash128(std::as_bytes(std::span(one.key)));
     Entry* e = m.find(h, one.key);
-    if (!e) {
-      auto fresh = std::make_unique<Entry>();
-      fresh->key = one.key;
-      fresh->shape_bytes = one.shape_bytes;
-      fresh->shape_hash = hash64(std::as_bytes(std::span(one.key.data(), one.shape_bytes)));
-      fresh->infos = std::move(one.infos);
-      e = fresh.get();
-      m.entries[h].push_back(std::move(fresh));
-    }
-    one.held->created = ++m.seq;
-    one.held->last_used.store(++m.tick, std::memory_order_relaxed);
-    e->held.insert(e->held.begin(), one.held);  // oldest first in the file: newest ends first
-    ++m.n_cached;
+    if (!e)
+      e = &m.add_entry(h, one.key, one.shape_bytes, std::move(one.infos));
+    m.hold(*e, one.held);  // oldest first in the file: the newest ends first
     std::string sig = argument_signature(one.key.data(), one.shape_bytes);
     if (std::find(m.loaded_signatures.begin(), m.loaded_signatures.end(), sig) ==
         m.loaded_signatures.end())

@@ -538,12 +538,6 @@ LeafInfo read_leaf_info(VarId v) {
 
 }  // namespace
 
-LeafInfo leaf_info(Handle h) {
-  LeafInfo info;
-  leaf_infos(&h, 1, &info);
-  return info;
-}
-
 void leaf_infos(const Handle* handles, size_t n, LeafInfo* out) {
   TracerState& s = state();
   bool foreign = false;
@@ -562,17 +556,6 @@ void leaf_infos(const Handle* handles, size_t n, LeafInfo* out) {
         ForeignAccess access(table_of(handles[i]));
         out[i] = read_leaf_info(index_of(handles[i]));
       }
-}
-
-void make_handle_opaque(Handle h) {
-  TracerState& s = state();
-  if (table_of(h) != s.id) {
-    ForeignAccess access(table_of(h));
-    materialize(index_of(h));
-    return;
-  }
-  Window w;
-  materialize(index_of(h));
 }
 
 void run_pending_scatters() {

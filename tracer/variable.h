@@ -238,11 +238,8 @@ struct LeafInfo {
   bool size_has_prov = false;  // the size came from an array (else a plain constant)
 };
 
-LeafInfo leaf_info(Handle h);
-/// leaf_info of `n` arrays at once (one tracer window for those of this thread).
+/// The LeafInfo of `n` arrays of any thread (one tracer window for those of this thread).
 void leaf_infos(const Handle* handles, size_t n, LeafInfo* out);
-/// Makes `h` (any thread's array) opaque: a literal becomes a buffer, in place.
-void make_handle_opaque(Handle h);
 
 /// For the front end (outside windows): runs / drops this thread's pending scatters, and wraps
 /// a buffer in a new array of this thread.
