@@ -159,19 +159,10 @@ void BM_args_100_frozen(benchmark::State& st) {
   args_frozen(st, 100);
 }
 
-ff::Float upload(size_t n) {
-  ff::Float x = ff::Float::from(ff_bench::cached_input(n));
-  ff::eval(x);
-  ff::sync();
-  return x;
-}
-
 void chain_replay(benchmark::State& st, size_t n, int n_ops, int every) {
-  ff::Float x = upload(n);
+  ff::Float x = ff_bench::upload(n);
   const std::vector<ff::AnyArray> in{ff::AnyArray(x)};
-  ff::Recording rec = ff::record(in, [&] {
-    return std::vector<ff::AnyArray>{ff::AnyArray(ff_bench::run_chain(x, n_ops, every))};
-  });
+  ff::Recording rec = ff_bench::record_chain(x, n_ops, every);
   time_steady(st, ff_bench::timed_reference(n, n_ops), ff_bench::launches_per_call(n_ops, every),
               [&] {
                 ff::Float y = rec.replay(in)[0].as<ff::Float>();
@@ -181,7 +172,7 @@ void chain_replay(benchmark::State& st, size_t n, int n_ops, int every) {
 }
 
 void chain_frozen(benchmark::State& st, size_t n, int n_ops, int every) {
-  ff::Float x = upload(n);
+  ff::Float x = ff_bench::upload(n);
   auto f = ff::freeze([&](const ff::Float& in) { return ff_bench::run_chain(in, n_ops, every); });
   f(x);
   time_steady(st, ff_bench::timed_reference(n, n_ops), ff_bench::launches_per_call(n_ops, every),

@@ -33,27 +33,13 @@ namespace {
 size_t g_w2_size = ff_bench::kW2Size;
 int g_threads = 0;  // of the OpenMP loops
 
-/// Records `run_chain` once for input x and returns the recording.
-ff::Recording record_chain(const ff::Float& x, int n_ops, int every) {
-  return ff::record({ff::AnyArray(x)}, [&] {
-    return std::vector<ff::AnyArray>{ff::AnyArray(ff_bench::run_chain(x, n_ops, every))};
-  });
-}
-
-ff::Float upload(size_t n) {
-  ff::Float x = ff::Float::from(ff_bench::cached_input(n));
-  ff::eval(x);
-  ff::sync();
-  return x;
-}
-
 // Sets the per-item counter (µs per call or per kernel) from the manual time.
 void set_us_per_item(benchmark::State& st, double seconds, int per) {
   st.counters["us_per_item"] = seconds * 1e6 / (static_cast<double>(st.iterations()) * per);
 }
 
 void traced(benchmark::State& st, size_t n, int n_ops, int every, int per) {
-  ff::Float x = upload(n);
+  ff::Float x = ff_bench::upload(n);
   auto call = [&] {
     ff::Float y = ff_bench::run_chain(x, n_ops, every);
     ff::sync();
@@ -75,8 +61,8 @@ void traced(benchmark::State& st, size_t n, int n_ops, int every, int per) {
 // W1/W3 (`per` > 0): every timed call checked, manual time; W2 (`per` == 0): the last timed
 // call of the run checked, real time.
 void replayed(benchmark::State& st, size_t n, int n_ops, int every, int per) {
-  ff::Float x = upload(n);
-  ff::Recording rec = record_chain(x, n_ops, every);
+  ff::Float x = ff_bench::upload(n);
+  ff::Recording rec = ff_bench::record_chain(x, n_ops, every);
   const std::vector<ff::AnyArray> in{ff::AnyArray(x)};
   auto call = [&] {
     ff::Float y = rec.replay(in)[0].as<ff::Float>();

@@ -1,4 +1,5 @@
-// The traced workloads shared by ff_bench and ff_bench_coldstart.
+// The workloads shared by the benchmarks (ff_bench, ff_bench_coldstart, ff_bench_replay,
+// ff_bench_freeze): the traced chain, its input and its recording.
 #pragma once
 
 #include <freezeframe/freezeframe.h>
@@ -22,6 +23,21 @@ inline ff::Float run_chain(const ff::Float& x, int n_ops, int eval_every) {
     }
   }
   return y;
+}
+
+/// cached_input(n) as an evaluated array, synced: the input of the timed calls.
+inline ff::Float upload(size_t n) {
+  ff::Float x = ff::Float::from(cached_input(n));
+  ff::eval(x);
+  ff::sync();
+  return x;
+}
+
+/// Records run_chain once for input x (its inputs: x; its output: the chain's result).
+inline ff::Recording record_chain(const ff::Float& x, int n_ops, int eval_every) {
+  return ff::record({ff::AnyArray(x)}, [&] {
+    return std::vector<ff::AnyArray>{ff::AnyArray(run_chain(x, n_ops, eval_every))};
+  });
 }
 
 /// Kernel launches of one call of a chain: one per eval.
