@@ -3,6 +3,7 @@
 //   them): µs per call of ff::freeze's call (scan the arguments, key, hash, look up, replay,
 //   rebuild the result) and of Recording::replay with the same arrays listed by hand;
 //   W1 and W3 (the replay benchmark's workloads) frozen vs replayed;
+//   the first call of a new W1 frozen function with the optimiser on vs off (cold kernels);
 //   the demo's heat-diffusion step (examples/heat_step.h) traced vs frozen, per step.
 // Every timed call's result is checked (the heat step: against the host loop, every call),
 // and nothing may compile or trace while timing. Own flag: --ff_expect_wrong (see ff_bench.cpp).
@@ -163,24 +164,52 @@ void chain_replay(benchmark::State& st, size_t n, int n_ops, int every) {
   ff::Float x = ff_bench::upload(n);
   const std::vector<ff::AnyArray> in{ff::AnyArray(x)};
   ff::Recording rec = ff_bench::record_chain(x, n_ops, every);
-  time_steady(st, ff_bench::timed_reference(n, n_ops), ff_bench::launches_per_call(n_ops, every),
-              [&] {
-                ff::Float y = rec.replay(in)[0].as<ff::Float>();
-                ff::sync();
-                return y;
-              });
+  time_steady(st, ff_bench::timed_reference(n, n_ops), ff_bench::kFusedLaunchesPerCall, [&] {
+    ff::Float y = rec.replay(in)[0].as<ff::Float>();
+    ff::sync();
+    return y;
+  });
 }
 
 void chain_frozen(benchmark::State& st, size_t n, int n_ops, int every) {
   ff::Float x = ff_bench::upload(n);
   auto f = ff::freeze([&](const ff::Float& in) { return ff_bench::run_chain(in, n_ops, every); });
   f(x);
-  time_steady(st, ff_bench::timed_reference(n, n_ops), ff_bench::launches_per_call(n_ops, every),
-              [&] {
-                ff::Float y = f(x);
-                ff::sync();
-                return y;
-              });
+  time_steady(st, ff_bench::timed_reference(n, n_ops), ff_bench::kFusedLaunchesPerCall, [&] {
+    ff::Float y = f(x);
+    ff::sync();
+    return y;
+  });
+}
+
+// The first call of a new frozen function with an empty kernel cache: record, optimise (or
+// not), compile, run.
+void first_call(benchmark::State& st, bool optimize) {
+  ff::Float x = ff_bench::upload(ff_bench::kW1Size);
+  ff::FreezeOptions options;
+  options.optimize = optimize;
+  const double seconds = ff_bench::time_checked_calls(
+      st, ff_bench::timed_reference(ff_bench::kW1Size, ff_bench::kW1Ops), [&] {
+        ff::flush_kernel_cache();
+        auto f = ff::freeze(
+            [&](const ff::Float& in) {
+              return ff_bench::run_chain(in, ff_bench::kW1Ops, ff_bench::kW1EvalEvery);
+            },
+            options);
+        ff::Float y = f(x);
+        ff::sync();
+        return y;
+      });
+  if (!st.error_occurred())
+    set_us_per_call(st, seconds);
+}
+
+void BM_W1_first_call_optimized(benchmark::State& st) {
+  first_call(st, true);
+}
+
+void BM_W1_first_call_unoptimized(benchmark::State& st) {
+  first_call(st, false);
 }
 
 void BM_W1_replay(benchmark::State& st) {
@@ -269,6 +298,12 @@ class Summary : public ff_bench::Reporter {
             "(target <= 1.1)\n",
             w, r, f, f / r);
     }
+    double fo = us("BM_W1_first_call_optimized"), fu = us("BM_W1_first_call_unoptimized");
+    if (fo > 0 && fu > 0)
+      std::printf(
+          "W1 first call of a new frozen function (record, optimise, compile, run): optimiser "
+          "on %.0f us, off %.0f us: on/off %.2f (target <= 1.5)\n",
+          fo, fu, fo / fu);
     double t = us("BM_heat_traced"), f = us("BM_heat_frozen");
     if (t > 0 && f > 0)
       std::printf("heat step (%ux%u): traced %7.2f us, frozen %7.2f us: traced/frozen %.2fx\n",
@@ -296,18 +331,21 @@ int main(int argc, char** argv) {
     if (int status = cl.initialize_benchmark(); status != 0)
       return status;
     using ff_bench::guarded;
-    for (auto [name, fn] : {std::pair{"BM_args_1_replay", &guarded<BM_args_1_replay>},
-                            {"BM_args_1_frozen", &guarded<BM_args_1_frozen>},
-                            {"BM_args_10_replay", &guarded<BM_args_10_replay>},
-                            {"BM_args_10_frozen", &guarded<BM_args_10_frozen>},
-                            {"BM_args_100_replay", &guarded<BM_args_100_replay>},
-                            {"BM_args_100_frozen", &guarded<BM_args_100_frozen>},
-                            {"BM_W1_replay", &guarded<BM_W1_replay>},
-                            {"BM_W1_frozen", &guarded<BM_W1_frozen>},
-                            {"BM_W3_replay", &guarded<BM_W3_replay>},
-                            {"BM_W3_frozen", &guarded<BM_W3_frozen>},
-                            {"BM_heat_traced", &guarded<BM_heat_traced>},
-                            {"BM_heat_frozen", &guarded<BM_heat_frozen>}})
+    for (auto [name, fn] :
+         {std::pair{"BM_args_1_replay", &guarded<BM_args_1_replay>},
+          {"BM_args_1_frozen", &guarded<BM_args_1_frozen>},
+          {"BM_args_10_replay", &guarded<BM_args_10_replay>},
+          {"BM_args_10_frozen", &guarded<BM_args_10_frozen>},
+          {"BM_args_100_replay", &guarded<BM_args_100_replay>},
+          {"BM_args_100_frozen", &guarded<BM_args_100_frozen>},
+          {"BM_W1_replay", &guarded<BM_W1_replay>},
+          {"BM_W1_frozen", &guarded<BM_W1_frozen>},
+          {"BM_W3_replay", &guarded<BM_W3_replay>},
+          {"BM_W3_frozen", &guarded<BM_W3_frozen>},
+          {"BM_W1_first_call_optimized", &guarded<BM_W1_first_call_optimized>},
+          {"BM_W1_first_call_unoptimized", &guarded<BM_W1_first_call_unoptimized>},
+          {"BM_heat_traced", &guarded<BM_heat_traced>},
+          {"BM_heat_frozen", &guarded<BM_heat_frozen>}})
       benchmark::RegisterBenchmark(name, fn)->UseManualTime();
     Summary reporter(cl.color());
     const size_t n_run = benchmark::RunSpecifiedBenchmarks(&reporter);

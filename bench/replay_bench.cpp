@@ -1,6 +1,7 @@
 // Replay vs traced, side by side in one run (the recorder issue's figures):
 //   W1 overhead-bound (1,024 floats, 100 ops, 10 kernels): µs per call, traced and replayed;
 //   W3 per-op (16 floats, 100 ops, 100 kernels): µs per kernel, traced and replayed;
+//   W1 and W3 replays with the recording optimiser off next to on (docs/optimizer.md);
 //   W2 bandwidth (16M floats, 10 ops, 1 kernel): replay vs the hand-written OpenMP loop
 //   (checked to have vectorised) and a plain copy loop, same threads;
 //   recorder pass-through: a backend call through a RecordingBackend with no scope open vs
@@ -60,9 +61,9 @@ void traced(benchmark::State& st, size_t n, int n_ops, int every, int per) {
 
 // W1/W3 (`per` > 0): every timed call checked, manual time; W2 (`per` == 0): the last timed
 // call of the run checked, real time.
-void replayed(benchmark::State& st, size_t n, int n_ops, int every, int per) {
+void replayed(benchmark::State& st, size_t n, int n_ops, int every, int per, bool optimize = true) {
   ff::Float x = ff_bench::upload(n);
-  ff::Recording rec = ff_bench::record_chain(x, n_ops, every);
+  ff::Recording rec = ff_bench::record_chain(x, n_ops, every, optimize);
   const std::vector<ff::AnyArray> in{ff::AnyArray(x)};
   auto call = [&] {
     ff::Float y = rec.replay(in)[0].as<ff::Float>();
@@ -83,7 +84,9 @@ void replayed(benchmark::State& st, size_t n, int n_ops, int every, int per) {
     }
   }
   if (!st.error_occurred()) {
-    ff_bench::require_steady_state(st, before, ff_bench::launches_per_call(n_ops, every));
+    ff_bench::require_steady_state(
+        st, before,
+        optimize ? ff_bench::kFusedLaunchesPerCall : ff_bench::launches_per_call(n_ops, every));
   }
 }
 
@@ -93,6 +96,15 @@ void BM_W1_traced(benchmark::State& st) {
 
 void BM_W1_replay(benchmark::State& st) {
   replayed(st, ff_bench::kW1Size, ff_bench::kW1Ops, ff_bench::kW1EvalEvery, 1);
+}
+
+void BM_W1_replay_unoptimized(benchmark::State& st) {
+  replayed(st, ff_bench::kW1Size, ff_bench::kW1Ops, ff_bench::kW1EvalEvery, 1, false);
+}
+
+void BM_W3_replay_unoptimized(benchmark::State& st) {
+  replayed(st, ff_bench::kW3Size, ff_bench::kW3Ops, ff_bench::kW3EvalEvery, ff_bench::kW3Ops,
+           false);
 }
 
 void BM_W3_traced(benchmark::State& st) {
@@ -167,6 +179,21 @@ class Summary : public ff_bench::Reporter {
       std::printf("W3 replay  %8.3f us/kernel (target <= 0.15) traced/replay %.1fx\n", w3r,
                   w3t / w3r);
     }
+    // The optimiser (docs/optimizer.md) on vs off, per call; off keeps the per-launch cost
+    // of a replay visible.
+    double w1u = get("BM_W1_replay_unoptimized", "us_per_item");
+    double w3u = get("BM_W3_replay_unoptimized", "us_per_item");
+    if (w1r > 0 && w1u > 0) {
+      std::printf(
+          "W1 replay, optimiser off %8.2f us/call, on %.2f us/call: %.2fx (target >= 1.6)\n", w1u,
+          w1r, w1u / w1r);
+    }
+    if (w3r > 0 && w3u > 0) {
+      std::printf(
+          "W3 replay, optimiser off %8.3f us/kernel (%.2f us/call), on %.2f us/call: %.1fx "
+          "(target >= 10)\n",
+          w3u, w3u * ff_bench::kW3Ops, w3r * ff_bench::kW3Ops, w3u / w3r);
+    }
     const double w2r = get("BM_W2_replay", "seconds"), w2h = get("BM_W2_hand_loop", "seconds");
     const double w2c = get("BM_W2_copy_loop", "seconds");
     const double bytes = static_cast<double>(g_w2_size) * 8;
@@ -235,8 +262,10 @@ int main(int argc, char** argv) {
     using ff_bench::guarded;
     for (auto [name, fn] : {std::pair{"BM_W1_traced", &guarded<BM_W1_traced>},
                             {"BM_W1_replay", &guarded<BM_W1_replay>},
+                            {"BM_W1_replay_unoptimized", &guarded<BM_W1_replay_unoptimized>},
                             {"BM_W3_traced", &guarded<BM_W3_traced>},
-                            {"BM_W3_replay", &guarded<BM_W3_replay>}}) {
+                            {"BM_W3_replay", &guarded<BM_W3_replay>},
+                            {"BM_W3_replay_unoptimized", &guarded<BM_W3_replay_unoptimized>}}) {
       benchmark::RegisterBenchmark(name, fn)->UseManualTime();
     }
     for (auto [name, fn] : {std::pair{"BM_W2_replay", &guarded<BM_W2_replay>},

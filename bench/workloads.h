@@ -34,11 +34,18 @@ inline ff::Float upload(size_t n) {
 }
 
 /// Records run_chain once for input x (its inputs: x; its output: the chain's result).
-inline ff::Recording record_chain(const ff::Float& x, int n_ops, int eval_every) {
-  return ff::record({ff::AnyArray(x)}, [&] {
-    return std::vector<ff::AnyArray>{ff::AnyArray(run_chain(x, n_ops, eval_every))};
-  });
+inline ff::Recording record_chain(const ff::Float& x, int n_ops, int eval_every,
+                                  bool optimize = true) {
+  return ff::record(
+      {ff::AnyArray(x)},
+      [&] { return std::vector<ff::AnyArray>{ff::AnyArray(run_chain(x, n_ops, eval_every))}; },
+      ff::RecordOptions{optimize});
 }
+
+/// Kernel launches of one replay of a chain's optimised recording: the optimiser fuses the
+/// whole chain (one size, each eval reads the previous one's result at its own element) into
+/// one kernel (docs/optimizer.md; chains of the benchmarks stay below its size limit).
+constexpr uint64_t kFusedLaunchesPerCall = 1;
 
 /// Kernel launches of one call of a chain: one per eval.
 constexpr uint64_t launches_per_call(int n_ops, int eval_every) {

@@ -440,12 +440,15 @@ std::shared_ptr<Held> FreezeCore::Impl::record(CallSite& site, CallScratch& cs) 
   Recording r;
   try {
     site.snapshot_arguments();
-    r = ff::record(cs.inputs, [&] {
-      site.run();
-      written = site.written_arguments();
-      site.outputs(sink, written);
-      return sink.arrays;
-    });
+    r = ff::record(
+        cs.inputs,
+        [&] {
+          site.run();
+          written = site.written_arguments();
+          site.outputs(sink, written);
+          return sink.arrays;
+        },
+        RecordOptions{options.optimize});
   } catch (const GuardError&) {
     throw;
   } catch (const FreezeError& e) {

@@ -5,6 +5,7 @@
 #include "common/log.h"
 #include "freezeframe/recording.h"
 #include "frontend/recording_state.h"
+#include "recorder/optimize.h"
 #include "recorder/recording_backend.h"
 #include "recorder/recording_text.h"
 #include "replay/replayer.h"
@@ -71,7 +72,7 @@ std::string Recording::to_string() const {
 }
 
 Recording record(const std::vector<AnyArray>& inputs,
-                 const std::function<std::vector<AnyArray>()>& fn) {
+                 const std::function<std::vector<AnyArray>()>& fn, const RecordOptions& options) {
   using namespace detail;
   for (const AnyArray& a : inputs)
     if (!a.valid())
@@ -103,9 +104,14 @@ Recording record(const std::vector<AnyArray>& inputs,
     rb.abort_scope(scope);
     throw;
   }
+  auto data = std::make_shared<rec::RecordingData>(rb.close_scope(scope, out_ptrs));
+  logging::record().debug("recorded {}", data->summary());
+  if (options.optimize && rec::optimizer_enabled_by_environment()) {
+    rec::optimize(*data);
+    logging::record().debug("optimised: {}", data->summary());
+  }
   auto state = std::make_shared<RecordingState>();
-  state->data = std::make_shared<rec::RecordingData>(rb.close_scope(scope, out_ptrs));
-  logging::record().debug("recorded {}", state->data->summary());
+  state->data = std::move(data);
   return Recording(std::move(state));
 }
 

@@ -12,6 +12,10 @@ bool Recording::is_capture() const {
   return state_->data->is_capture;
 }
 
+bool Recording::is_optimized() const {
+  return !state_->data->passes.empty();
+}
+
 void Recording::save(const std::string& path) const {
   std::vector<std::byte> bytes = format::write(*state_->data);
   write_file_atomic(path, bytes, /*durable=*/true);

@@ -17,7 +17,7 @@ inline constexpr char kMagic[4] = {'F', 'F', 'R', 'C'};
 /// sections, records that grow at their end); a reader of an older minor skips what it does
 /// not know.
 inline constexpr uint16_t kVersionMajor = 1;
-inline constexpr uint16_t kVersionMinor = 1;
+inline constexpr uint16_t kVersionMinor = 2;
 
 /// FileHeader::checksum_algo.
 inline constexpr uint16_t kChecksumXxh3_64 = 1;
@@ -51,8 +51,9 @@ enum class SectionType : uint32_t {
   ConstantData = 12,  // blob: the constants' bytes
   Inputs = 13,        // InputItem per input
   Outputs = 14,       // OutputItem per output
+  Passes = 15,        // since 1.2, optional: PassItem per optimiser pass that ran
 };
-inline constexpr uint32_t kNumSectionTypes = 15;  // one past the largest known type
+inline constexpr uint32_t kNumSectionTypes = 16;  // one past the largest known type
 
 /// Since 1.1: a saved frozen function's freeze data (file level, optional; blob). Readers keep
 /// it among the skipped sections; frontend/freeze_io.cpp decodes it (docs/recording-format.md,
@@ -219,5 +220,18 @@ struct OutputItem {
 };
 
 static_assert(sizeof(OutputItem) == 8);
+
+/// Passes (1.2): what one optimiser pass did (recorder/optimize.h), for recorder-dump. A
+/// reader of 1.0 or 1.1 skips the section (it is optional) and replays the same ops.
+struct PassItem {
+  uint32_t name_offset;  // into Strings: the pass ("fuse-launches")
+  uint32_t name_bytes;
+  uint32_t ops_before, ops_after;
+  uint32_t launches_before, launches_after;
+  uint32_t allocs_before, allocs_after;
+  uint32_t guards_before, guards_after;
+};
+
+static_assert(sizeof(PassItem) == 40);
 
 }  // namespace ff::format

@@ -52,6 +52,8 @@ const char* to_string(SectionType t) {
       return "inputs";
     case SectionType::Outputs:
       return "outputs";
+    case SectionType::Passes:
+      return "passes";
   }
   if (static_cast<uint32_t>(t) == kSectionFreeze)
     return "freeze";
@@ -105,6 +107,8 @@ uint32_t min_item_bytes(SectionType t) {
       return sizeof(InputItem);
     case SectionType::Outputs:
       return sizeof(OutputItem);
+    case SectionType::Passes:
+      return sizeof(PassItem);
     default:
       return 1;
   }
@@ -600,6 +604,12 @@ std::shared_ptr<rec::RecordingData> Reader::recording(uint32_t r) {
   each<OutputItem>(r, SectionType::Outputs, [&](uint64_t, const OutputItem& it, auto where) {
     check_zero(&it.reserved, sizeof it.reserved, where, "reserved field");
     d->outputs.push_back(rec::RecordingData::Output{it.slot});
+  });
+  each<PassItem>(r, SectionType::Passes, [&](uint64_t, const PassItem& it, auto where) {
+    auto name = slice(r, SectionType::Strings, it.name_offset, it.name_bytes, where, "pass name");
+    d->passes.push_back({std::string(reinterpret_cast<const char*>(name.data()), name.size()),
+                         it.ops_before, it.ops_after, it.launches_before, it.launches_after,
+                         it.allocs_before, it.allocs_after, it.guards_before, it.guards_after});
   });
 
   reach(ParseStage::Validate);

@@ -181,6 +181,23 @@ void encode(const rec::RecordingData& d, uint32_t r, std::vector<Section>& out) 
   Bytes& outputs = section(SectionType::Outputs, sizeof(OutputItem));
   for (const auto& o : d.outputs)
     append(outputs, OutputItem{o.slot, 0});
+  if (!d.passes.empty()) {
+    Bytes& passes = section(SectionType::Passes, sizeof(PassItem));
+    out.back().flags = kSectionOptional;
+    for (const rec::PassStats& p : d.passes) {
+      PassItem it{};
+      std::tie(it.name_offset, it.name_bytes) = strings.add(p.name);
+      it.ops_before = p.ops_before;
+      it.ops_after = p.ops_after;
+      it.launches_before = p.launches_before;
+      it.launches_after = p.launches_after;
+      it.allocs_before = p.allocs_before;
+      it.allocs_after = p.allocs_after;
+      it.guards_before = p.guards_before;
+      it.guards_after = p.guards_after;
+      append(passes, it);
+    }
+  }
   out[strings_at].bytes = strings.take();
 }
 

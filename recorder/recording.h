@@ -105,6 +105,15 @@ struct SlotUse {
   bool read, write;
 };
 
+/// What one optimiser pass did (recorder/optimize.h): counts before and after it.
+struct PassStats {
+  std::string name;
+  uint32_t ops_before = 0, ops_after = 0;
+  uint32_t launches_before = 0, launches_after = 0;
+  uint32_t allocs_before = 0, allocs_after = 0;
+  uint32_t guards_before = 0, guards_after = 0;
+};
+
 struct RecordingData;
 
 /// The slots `op` reads and writes (Alloc and Release: none). The op's kernel and argument
@@ -128,7 +137,8 @@ struct RecordingData {
   };
 
   std::vector<Output> outputs;
-  bool is_capture = false;  // a whole-session capture (may hold host reads, externals)
+  bool is_capture = false;        // a whole-session capture (may hold host reads, externals)
+  std::vector<PassStats> passes;  // the optimiser passes that ran, in order (empty: none)
 
   /// Checks every index, type, expression and slot lifetime; throws ff::FormatError naming
   /// the problem (a recording that fails is damaged, whether it came from a file or was built

@@ -53,6 +53,12 @@ std::string to_text(const RecordingData& d) {
     s += "  input " + std::to_string(k) + " = s" + std::to_string(d.inputs[k]) + "\n";
   for (size_t k = 0; k < d.outputs.size(); ++k)
     s += "  output " + std::to_string(k) + " = s" + std::to_string(d.outputs[k].slot) + "\n";
+  for (const PassStats& p : d.passes)
+    s += "  pass " + p.name + ": ops " + std::to_string(p.ops_before) + " -> " +
+         std::to_string(p.ops_after) + ", launches " + std::to_string(p.launches_before) + " -> " +
+         std::to_string(p.launches_after) + ", allocs " + std::to_string(p.allocs_before) + " -> " +
+         std::to_string(p.allocs_after) + ", guards " + std::to_string(p.guards_before) + " -> " +
+         std::to_string(p.guards_after) + "\n";
   for (size_t k = 0; k < d.kernels.size(); ++k)
     s += "  kernel k" + std::to_string(k) + ": " + d.kernels[k]->to_string();
   return s;

@@ -100,7 +100,7 @@ TEST_CASE("tools: the text view has the summary, the op table and the kernels", 
   ff::format::ParsedFile f = parsed("compress.ffr");
   const auto& d = *f.recordings[0];
   std::string t = ff::dump::text(f, {});
-  CHECK_THAT(t, Contains("format 1.1") && Contains("backend 'llvm'"));
+  CHECK_THAT(t, Contains("format 1.2") && Contains("backend 'llvm'"));
   CHECK_THAT(t, Contains("ops " + std::to_string(d.ops.size()) + " ("));
   CHECK_THAT(t, Contains("kernels " + std::to_string(d.kernels.size()) + ", slots " +
                          std::to_string(d.slots.size()) + ", guards " +
@@ -129,7 +129,7 @@ TEST_CASE("tools: the JSON view follows its schema and its counts match the API'
     nlohmann::json j = nlohmann::json::parse(ff::dump::json(parsed(name), {}).dump());
     CHECK(j["schema"] == "freezeframe.recording-dump");
     CHECK(j["schema_version"] == 1);
-    CHECK(j["file"]["format_version"] == "1.1");
+    CHECK(j["file"]["format_version"] == "1.2");
     const auto& rec = j["recordings"][0];
     CHECK(rec["counts"]["ops"] == r.n_ops());
     CHECK(rec["counts"]["kernels"] == r.n_kernels());
@@ -227,7 +227,7 @@ TEST_CASE("tools: recorder-dump: usage, --help, --version, a missing and a damag
   CHECK_THAT(help.out, Contains("Usage") && Contains("--diff"));
   Result version = dump({"--version"});
   CHECK(version.status == 0);
-  CHECK_THAT(version.out, Contains("freezeframe") && Contains("format 1.1"));
+  CHECK_THAT(version.out, Contains("freezeframe") && Contains("format 1.2"));
   Result none = dump({});
   CHECK(none.status == 2);
   CHECK_THAT(none.err, Contains("FILE is required") && Contains("Usage"));

@@ -40,6 +40,8 @@ struct FreezeOptions {
   uint32_t verify = 0;
   /// Stored by save(); load() refuses a file with another version string.
   std::string version{};
+  /// Optimise each recording (ff::RecordOptions::optimize; FF_OPTIMIZE=0 turns it off).
+  bool optimize = true;
 };
 
 namespace detail {

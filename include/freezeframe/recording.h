@@ -101,6 +101,9 @@ class Recording {
   std::string to_string() const;
   /// True for a whole-session capture (ff::capture, FF_CAPTURE): inspect only, replay refuses.
   bool is_capture() const;
+  /// True when the recording optimiser ran on it (docs/optimizer.md); to_string() and
+  /// recorder-dump list its passes.
+  bool is_optimized() const;
 
   /// Writes the recording to `path` in the recording file format (docs/recording-format.md):
   /// its kernels as neutral IR, so any process can replay it. The file appears atomically
@@ -128,12 +131,21 @@ class Recording {
   std::shared_ptr<detail::RecordingState> state_;
 };
 
+/// How ff::record treats what it recorded.
+struct RecordOptions {
+  /// Run the recording optimiser when the recording closes (docs/optimizer.md): launches
+  /// fused across evals, dead work removed, buffer lifetimes tightened. FF_OPTIMIZE=0 turns
+  /// it off for the whole process.
+  bool optimize = true;
+};
+
 /// Records what `fn` does with `inputs` (evaluated first) and returns the Recording; the
 /// arrays `fn` returns are its outputs. Work on other threads is not recorded. Throws
 /// ff::FreezeError for what cannot be replayed: reading array contents on the host inside
 /// `fn`, using an array that is neither an input nor created inside (an implicit input).
 Recording record(const std::vector<AnyArray>& inputs,
-                 const std::function<std::vector<AnyArray>()>& fn);
+                 const std::function<std::vector<AnyArray>()>& fn,
+                 const RecordOptions& options = {});
 
 /// With a capturing stack (ff::init("record:llvm")): a snapshot of everything the session
 /// has done so far, on every thread. Throws ff::Error on other stacks.

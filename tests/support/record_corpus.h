@@ -16,7 +16,9 @@
 //      broadcast one, so the recording must refuse with ff::GuardError (and nothing else);
 //   6. the recording saved to a file and loaded back (through_a_file) lists the same, its
 //      recorder-dump JSON parses with counts equal to the API's, and it replays at every size
-//      with the same results as the original.
+//      with the same results as the original;
+//   7. the same function recorded with the optimiser off replays to bitwise-equal outputs at
+//      every size, with no higher peak memory and no more launches (check_optimizer_equivalence).
 #pragma once
 
 #include <freezeframe/freezeframe.h>
@@ -27,9 +29,11 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/file_io.h"
@@ -143,12 +147,12 @@ inline std::string compare(const HostArray& got, const HostArray& want, double r
 }
 
 inline void require_same(const std::vector<HostArray>& got, const std::vector<HostArray>& want,
-                         const std::string& what) {
+                         const std::string& what, double rel = 1e-5) {
   INFO(what);
   REQUIRE(got.size() == want.size());
   for (size_t k = 0; k < got.size(); ++k) {
     INFO("output " << k);
-    CHECK(compare(got[k], want[k]) == "");
+    CHECK(compare(got[k], want[k], rel) == "");
   }
 }
 
@@ -356,6 +360,57 @@ inline ff::Recording through_a_file(const ff::Recording& r, const std::string& n
   return loaded;
 }
 
+/// The optimiser's contract (docs/optimizer.md) for one corpus function: `r` (recorded with the
+/// optimiser on, unless FF_OPTIMIZE=0) and the same function recorded with it off replay to
+/// bitwise-equal outputs at every replay size (fusion keeps each element's operation order),
+/// the optimised replay never allocates a higher peak, and never issues more ops. Returns
+/// the launches of one replay at the recorded size: {optimised, unoptimised}.
+inline std::pair<uint64_t, uint64_t> check_optimizer_equivalence(const Case& c,
+                                                                 const ff::Recording& r) {
+  ff::Recording plain;
+  {
+    Inputs rec_in = make_inputs(c.name, c.inputs, kRecordSize);
+    plain = ff::record(
+        rec_in, [&] { return c.fn(rec_in); }, ff::RecordOptions{false});
+  }
+  REQUIRE_FALSE(plain.is_optimized());
+  CHECK(r.n_ops() <= plain.n_ops());
+  std::pair<uint64_t, uint64_t> launches{0, 0};
+  for (size_t n : replay_sizes()) {
+    INFO("optimised and unoptimised replays at size " << n);
+    Inputs ins = make_inputs(c.name, c.inputs, n);
+    auto replay = [&](const ff::Recording& rec, uint64_t& peak, uint64_t& n_launches) {
+      ff::sync();
+      ff::reset_peak_memory();
+      ff::Stats s0 = ff::stats();
+      std::vector<HostArray> out;
+      try {
+        Inputs outs = rec.replay(ins);
+        ff::sync();
+        ff::Stats s1 = ff::stats();
+        peak = s1.peak_bytes;
+        n_launches = s1.launches - s0.launches;
+        out = snapshot(outs);
+      } catch (const ff::GuardError&) {
+        return std::optional<std::vector<HostArray>>();
+      }
+      return std::optional<std::vector<HostArray>>(std::move(out));
+    };
+    uint64_t peak_plain = 0, peak_opt = 0, launches_plain = 0, launches_opt = 0;
+    auto want = replay(plain, peak_plain, launches_plain);
+    auto got = replay(r, peak_opt, launches_opt);
+    REQUIRE(want.has_value() == got.has_value());  // both replay, or both refuse
+    if (!want)
+      continue;
+    require_same(*got, *want, "optimised vs unoptimised replay (bitwise)", 0.0);
+    CHECK(peak_opt <= peak_plain);
+    CHECK(launches_opt <= launches_plain);
+    if (n == kRecordSize)
+      launches = {launches_opt, launches_plain};
+  }
+  return launches;
+}
+
 /// What happened to one replay of a recording made at another size.
 struct EdgeOutcome {
   size_t replayed = 0, refused = 0;
@@ -445,6 +500,7 @@ inline void check_case(const Case& c) {
   INFO(r.summary());
   REQUIRE(r.n_inputs() == c.inputs.size());
   ff::Recording loaded = through_a_file(r, c.name);
+  check_optimizer_equivalence(c, r);
 
   bool first = true;
   for (size_t n : replay_sizes()) {

@@ -127,6 +127,14 @@ nlohmann::ordered_json recording_json(const rec::RecordingData& d, size_t r, con
                       {"after_op", gd.after_op == rec::kNone ? json(nullptr) : json(gd.after_op)}});
   }
   j["guards"] = std::move(guards);
+  json passes = json::array();
+  for (const rec::PassStats& p : d.passes)
+    passes.push_back({{"name", p.name},
+                      {"ops", {p.ops_before, p.ops_after}},
+                      {"launches", {p.launches_before, p.launches_after}},
+                      {"allocs", {p.allocs_before, p.allocs_after}},
+                      {"guards", {p.guards_before, p.guards_after}}});
+  j["passes"] = std::move(passes);
   json inputs = json::array(), outputs = json::array();
   for (uint32_t s : d.inputs)
     inputs.push_back({{"slot", s}, {"type", to_string(d.slots[s].type)}});

@@ -52,6 +52,17 @@ void recording_text(std::string& s, const rec::RecordingData& d, size_t r, const
        std::to_string(d.outputs.size()) + ", constants " + std::to_string(d.constants.size()) +
        " (" + grouped(constant_bytes) + " bytes), size expression nodes " +
        std::to_string(d.exprs.size()) + "\n";
+  if (d.passes.empty()) {
+    s += "  optimised: no (recorded with the optimiser off, or by a writer without it)\n";
+  } else {
+    s += "  optimised by:\n";
+    for (const rec::PassStats& p : d.passes)
+      s += "    " + pad(p.name, 16) + "ops " + std::to_string(p.ops_before) + " -> " +
+           std::to_string(p.ops_after) + ", launches " + std::to_string(p.launches_before) +
+           " -> " + std::to_string(p.launches_after) + ", allocs " +
+           std::to_string(p.allocs_before) + " -> " + std::to_string(p.allocs_after) + ", guards " +
+           std::to_string(p.guards_before) + " -> " + std::to_string(p.guards_after) + "\n";
+  }
   s += "  bytes allocated " + grouped(m.bytes_allocated) + ", peak memory " +
        grouped(m.peak_bytes) + " bytes at the recorded sizes" +
        (m.exact ? "" : " (some sizes could not be evaluated)") + "\n";

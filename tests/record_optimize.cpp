@@ -1,0 +1,301 @@
+// The recording optimiser (docs/optimizer.md): launches fuse across evals where that is valid
+// and only there, dead work goes, compresses that size later work stay, the passes are listed
+// and saved, and it can be turned off. Results are compared bitwise with the same function
+// recorded with the optimiser off; the corpus (tests/record_corpus.cpp) does the same for
+// every corpus function at every replay size.
+#include <freezeframe/freezeframe.h>
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "frontend/recording_state.h"
+#include "recorder/recording.h"
+
+using ff::AnyArray;
+using ff::Float;
+using ff::UInt32;
+
+namespace {
+
+using Inputs = std::vector<AnyArray>;
+
+Float seeded(size_t n, float scale = 1.f) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = scale * static_cast<float>((i * 7919u) % 1000u) / 1000.f + 0.25f;
+  Float x = Float::from(v);
+  ff::eval(x);
+  return x;
+}
+
+const ff::rec::RecordingData& data(const ff::Recording& r) {
+  return *ff::detail::recording_state(r)->data;
+}
+
+/// Launches of one replay of `r` on `inputs`, and its outputs.
+struct Replayed {
+  uint64_t launches = 0;
+  std::vector<std::vector<float>> floats;
+};
+
+Replayed replay(const ff::Recording& r, const Inputs& inputs) {
+  ff::sync();
+  ff::Stats s0 = ff::stats();
+  Inputs outs = r.replay(inputs);
+  ff::sync();
+  Replayed out;
+  out.launches = ff::stats().launches - s0.launches;
+  for (const AnyArray& a : outs)
+    if (a.type() == ff::ScalarType::Float32)
+      out.floats.push_back(a.as<Float>().to_vector());
+  return out;
+}
+
+/// Records `fn` with the optimiser on and off, replays both at `sizes` and checks the outputs
+/// are bitwise equal; returns the launches of one replay {optimised, unoptimised} at the last.
+template <class F>
+std::pair<uint64_t, uint64_t> both_ways(F&& fn, size_t record_size,
+                                        const std::vector<size_t>& sizes) {
+  Float x0 = seeded(record_size);
+  ff::Recording opt = ff::record({x0}, [&] { return fn(x0); });
+  ff::Recording plain = ff::record(
+      {x0}, [&] { return fn(x0); }, ff::RecordOptions{false});
+  REQUIRE(opt.is_optimized());
+  REQUIRE_FALSE(plain.is_optimized());
+  std::pair<uint64_t, uint64_t> launches;
+  for (size_t n : sizes) {
+    INFO("replayed at size " << n << " (recorded at " << record_size << ")");
+    Float x = seeded(n);
+    Replayed a = replay(opt, {x}), b = replay(plain, {x});
+    REQUIRE(a.floats.size() == b.floats.size());
+    for (size_t k = 0; k < a.floats.size(); ++k) {
+      REQUIRE(a.floats[k].size() == b.floats[k].size());
+      for (size_t i = 0; i < a.floats[k].size(); ++i)
+        REQUIRE(std::bit_cast<uint32_t>(a.floats[k][i]) == std::bit_cast<uint32_t>(b.floats[k][i]));
+    }
+    // And both equal the function run traced.
+    Inputs traced = fn(x);
+    for (size_t k = 0; k < traced.size(); ++k)
+      if (traced[k].type() == ff::ScalarType::Float32)
+        REQUIRE(traced[k].as<Float>().to_vector() == a.floats[k]);
+    launches = {a.launches, b.launches};
+  }
+  return launches;
+}
+
+const std::vector<size_t> kSizes = {1000, 0, 1, 2, 3, 13, 61, 1021, 4099};
+
+}  // namespace
+
+TEST_CASE("optimiser: a chain of evals replays as one launch at every size", "[record][optimize]") {
+  auto chain = [](const Float& x) {
+    Float y = x;
+    for (int k = 0; k < 20; ++k) {
+      y = k % 3 == 0 ? ff::fma(y, 0.5f, x) : k % 3 == 1 ? ff::sqrt(y + 1.f) : y * 0.75f;
+      ff::eval(y);
+    }
+    return Inputs{y};
+  };
+  auto [opt, plain] = both_ways(chain, 1000, kSizes);
+  CHECK(plain == 20);
+  CHECK(opt == 1);
+  Float x = seeded(100);
+  ff::Recording r = ff::record({x}, [&] { return chain(x); });
+  const ff::rec::RecordingData& d = data(r);
+  // One launch, one allocation (the output): every intermediate's buffer is gone.
+  size_t allocs = 0, launches = 0;
+  for (const ff::rec::Op& op : d.ops) {
+    allocs += op.code == ff::rec::OpCode::Alloc;
+    launches += op.code == ff::rec::OpCode::Launch;
+  }
+  CHECK(launches == 1);
+  CHECK(allocs == 1);
+  CHECK(d.guards.empty());  // the per-eval "equal sizes" guards compared a size with itself
+}
+
+TEST_CASE("optimiser: a gather of an intermediate keeps both launches", "[record][optimize]") {
+  auto fn = [](const Float& x) {
+    Float t = x * 2.f + 1.f;
+    ff::eval(t);
+    UInt32 i = ff::arange<UInt32>(ff::width(x));
+    Float y = ff::gather<Float>(t, ff::max_reduce(i) - i) + x;  // reversed: another lane
+    ff::eval(y);
+    return Inputs{y};
+  };
+  auto [opt, plain] = both_ways(fn, 1000, kSizes);
+  CHECK(plain == 3);  // t, the index (for max_reduce), the gather
+  CHECK(opt >= 2);    // the index may join t's launch; the gather joins neither
+}
+
+TEST_CASE("optimiser: a scatter into an intermediate keeps its launches", "[record][optimize]") {
+  auto fn = [](const Float& x) {
+    Float t = x + 1.f;
+    ff::eval(t);
+    UInt32 i = ff::arange<UInt32>(ff::width(x));
+    ff::scatter(t, x * 3.f, ff::max_reduce(i) - i);  // writes other lanes (reversed)
+    ff::eval(t);
+    Float y = t * 2.f;
+    ff::eval(y);
+    return Inputs{y};
+  };
+  auto [opt, plain] = both_ways(fn, 1000, kSizes);
+  CHECK(plain == 4);  // t, the index, the scatter, y
+  CHECK(opt >= 3);    // the scatter joins neither t's launch nor y's
+}
+
+TEST_CASE("optimiser: an intermediate that is also an output is still stored",
+          "[record][optimize]") {
+  // Fusing here is valid (each lane stores t and then reads its own t), so the launches fuse
+  // and the store of t stays because t is returned.
+  auto fn = [](const Float& x) {
+    Float t = ff::sqrt(x) + 0.5f;
+    ff::eval(t);
+    Float y = t * t - x;
+    ff::eval(y);
+    return Inputs{t, y};
+  };
+  auto [opt, plain] = both_ways(fn, 1000, kSizes);
+  CHECK(plain == 2);
+  CHECK(opt == 1);
+}
+
+TEST_CASE("optimiser: launches of different sizes keep their launches", "[record][optimize]") {
+  auto fn = [](const Float& x) {
+    Float t = x * 3.f;
+    ff::eval(t);
+    // The first width(x) - 1 elements: another size expression.
+    UInt32 i = ff::arange<UInt32>(ff::width(x) - 1u);
+    Float y = ff::gather<Float>(t, i) + 1.f;
+    ff::eval(y);
+    return Inputs{y};
+  };
+  auto [opt, plain] = both_ways(fn, 1000, {1000, 1, 2, 13, 1021});
+  CHECK(plain == 2);
+  CHECK(opt == 2);
+}
+
+TEST_CASE("optimiser: a compress between launches keeps them apart and stays live",
+          "[record][optimize]") {
+  auto fn = [](const Float& x) {
+    Float t = x * 2.f;
+    ff::eval(t);
+    UInt32 idx = ff::compress(t > 1.f);  // its count sizes the gather below
+    Float y = ff::gather<Float>(t, idx) + 1.f;
+    ff::eval(y);
+    return Inputs{y};
+  };
+  both_ways(fn, 1000, kSizes);
+  Float x = seeded(1000);
+  ff::Recording r = ff::record({x}, [&] { return fn(x); });
+  size_t compresses = 0;
+  for (const ff::rec::Op& op : data(r).ops)
+    compresses += op.code == ff::rec::OpCode::Compress;
+  CHECK(compresses == 1);
+}
+
+TEST_CASE("optimiser: work whose results reach nothing is removed", "[record][optimize]") {
+  auto fn = [](const Float& x) {
+    Float unused = ff::exp(x) * 3.f;  // evaluated, never returned
+    ff::eval(unused);
+    Float sum_unused = ff::sum(x * 2.f);
+    ff::eval(sum_unused);
+    Float y = x + 1.f;
+    ff::eval(y);
+    return Inputs{y};
+  };
+  auto [opt, plain] = both_ways(fn, 1000, kSizes);
+  CHECK(plain >= 2);
+  CHECK(opt == 1);
+  Float x = seeded(100);
+  ff::Recording r = ff::record({x}, [&] { return fn(x); });
+  for (const ff::rec::Op& op : data(r).ops)
+    CHECK(op.code != ff::rec::OpCode::Reduce);
+}
+
+TEST_CASE("optimiser: a frozen function's scatter into its argument is kept",
+          "[record][optimize][freeze]") {
+  // Nothing is returned: the written argument is the only effect (freeze hands it back).
+  auto body = [](Float& x) {
+    Float t = x * 2.f;
+    ff::eval(t);
+    UInt32 i = ff::arange<UInt32>(ff::width(x));
+    ff::scatter(x, t + 1.f, i);
+    ff::eval(x);
+  };
+  auto frozen = ff::freeze(body);
+  for (size_t n : {100, 100, 0, 1, 2, 13, 1021}) {
+    INFO("size " << n);
+    Float a = seeded(n), b = seeded(n);
+    frozen(a);
+    body(b);
+    CHECK(a.to_vector() == b.to_vector());
+  }
+  CHECK(frozen.n_recordings() == 1);
+}
+
+TEST_CASE("optimiser: off per call and listed in the recording, its file and the dump",
+          "[record][optimize]") {
+  Float x = seeded(64);
+  auto fn = [&] {
+    Float y = x * 2.f;
+    ff::eval(y);
+    Float z = y + 1.f;
+    ff::eval(z);
+    return Inputs{z};
+  };
+  ff::Recording opt = ff::record({x}, fn);
+  ff::Recording plain = ff::record({x}, fn, ff::RecordOptions{false});
+  CHECK(opt.is_optimized());
+  CHECK_FALSE(plain.is_optimized());
+  CHECK(opt.n_ops() < plain.n_ops());
+  std::string listing = opt.to_string();
+  CHECK(listing.find("pass fuse-launches: ops") != std::string::npos);
+  CHECK(listing.find("launches 2 -> 1") != std::string::npos);
+  CHECK(plain.to_string().find("pass ") == std::string::npos);
+
+  auto path = std::filesystem::temp_directory_path() / "ff-optimize-test.ffr";
+  opt.save(path.string());
+  ff::Recording loaded = ff::Recording::load(path.string());
+  CHECK(loaded.is_optimized());
+  CHECK(loaded.to_string() == listing);
+  plain.save(path.string());
+  CHECK_FALSE(ff::Recording::load(path.string()).is_optimized());
+  std::filesystem::remove(path);
+  Float x2 = seeded(17);
+  CHECK(loaded.replay({x2})[0].as<Float>().to_vector() ==
+        plain.replay({x2})[0].as<Float>().to_vector());
+}
+
+TEST_CASE("optimiser: frozen functions fuse too, and FreezeOptions::optimize turns it off",
+          "[record][optimize][freeze]") {
+  auto body = [](const Float& x) {
+    Float y = x * 2.f;
+    ff::eval(y);
+    Float z = ff::sqrt(y) + 1.f;
+    ff::eval(z);
+    return z;
+  };
+  ff::FreezeOptions off;
+  off.optimize = false;
+  auto on_fn = ff::freeze(body);
+  auto off_fn = ff::freeze(body, off);
+  for (size_t n : {5, 5, 1, 2, 13, 1000}) {
+    Float x = seeded(n);
+    on_fn(x);  // records, then replays
+    off_fn(x);
+    ff::sync();
+    ff::Stats s0 = ff::stats();
+    Float a = on_fn(x);
+    ff::sync();
+    ff::Stats s1 = ff::stats();
+    Float b = off_fn(x);
+    ff::sync();
+    ff::Stats s2 = ff::stats();
+    CHECK(s1.launches - s0.launches == 1u);
+    CHECK(s2.launches - s1.launches == 2u);
+    CHECK(a.to_vector() == b.to_vector());
+  }
+}
