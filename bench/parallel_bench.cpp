@@ -156,8 +156,9 @@ KernelIR make_kernel(const KernelSpec& s) {
         v = ir.emit(trans[k % 4], T, {v});
         break;
       case Op::Gather: {  // x[i ^ (k + 1)]: the fma above is what op None costs
-        uint32_t j = ir.emit(IrOp::Xor, I, {ir.emit(IrOp::Index, I),
-                                            ir.emit(IrOp::Literal, I, {}, uint64_t(k + 1))});
+        uint32_t j =
+            ir.emit(IrOp::Xor, I,
+                    {ir.emit(IrOp::Index, I), ir.emit(IrOp::Literal, I, {}, uint64_t(k + 1))});
         uint32_t yes = ir.emit(IrOp::Literal, ScalarType::Bool, {}, 1);
         v = ir.emit(IrOp::Add, T, {v, ir.emit(IrOp::Gather, T, {0, j, yes, 3})});
         break;
@@ -315,9 +316,9 @@ struct CostCase {
   Op op;
 };
 
-const CostCase kCostOps[] = {{"none", Op::None}, {"add", Op::Add},   {"mul", Op::Mul},
-                             {"div", Op::Div},   {"sqrt", Op::Sqrt}, {"exp", Op::Exp},
-                             {"log", Op::Log},   {"sin", Op::Sin},   {"cos", Op::Cos},
+const CostCase kCostOps[] = {{"none", Op::None},    {"add", Op::Add},   {"mul", Op::Mul},
+                             {"div", Op::Div},      {"sqrt", Op::Sqrt}, {"exp", Op::Exp},
+                             {"log", Op::Log},      {"sin", Op::Sin},   {"cos", Op::Cos},
                              {"gather", Op::Gather}};
 
 void bm_op_cost(benchmark::State& st, KernelSpec spec) {
@@ -350,10 +351,8 @@ void bm_crossover(benchmark::State& st, KernelSpec spec, std::string mode, size_
   } else if (mode != "default") {
     t.parallel_min_work = 0;
     t.wake_min_work = 0;
-    // "pool": one block per thread; "pool4": as many as plan_launch allows.
-    const uint64_t work = kernel_work_per_elem(make_kernel(spec)) * n;
-    const unsigned threads = g_threads ? g_threads : std::thread::hardware_concurrency();
-    t.block_min_work = mode == "pool" ? work / std::max(threads, 1u) : 0;
+    // "pool": one block per thread; "pool4": kBlocksPerThread per thread (as size allows).
+    t.block_min_work = mode == "pool" ? std::numeric_limits<uint64_t>::max() : 0;
   }
   Rig rig(spec, n, t);
   run_rig(st, rig);
@@ -385,11 +384,10 @@ std::string cross_name(const CrossKernel& k, const char* mode, size_t n) {
       for (const char* mode : kModes) {
         KernelSpec spec = k.spec;
         std::string m = mode;
-        benchmark::RegisterBenchmark(cross_name(k, mode, n).c_str(),
-                                     [spec, m, n](benchmark::State& st) {
-                                       ff_bench::run_guarded(st,
-                                                             [&] { bm_crossover(st, spec, m, n); });
-                                     });
+        benchmark::RegisterBenchmark(
+            cross_name(k, mode, n).c_str(), [spec, m, n](benchmark::State& st) {
+              ff_bench::run_guarded(st, [&] { bm_crossover(st, spec, m, n); });
+            });
       }
   return true;
 }();
@@ -400,9 +398,10 @@ void print_summary(const ff_bench::Reporter& r) {
   const ff_bench::Reporter::Result* none32 = r.find("op_cost/float32/none");
   if (none32) {
     const double unit = none32->seconds / (double(kCostSize) * (2 * kCostTerms + 2));
-    std::printf("\nop costs in work units (4,096 elements, one thread; a unit = %.4f ns/elem, an "
-                "instruction of op_cost/float32/none); the op minus the none kernel of its type\n",
-                unit * 1e9);
+    std::printf(
+        "\nop costs in work units (4,096 elements, one thread; a unit = %.4f ns/elem, an "
+        "instruction of op_cost/float32/none); the op minus the none kernel of its type\n",
+        unit * 1e9);
     std::printf("%-10s %10s %10s\n", "op", "float32", "float64");
     for (const CostCase& c : kCostOps) {
       if (c.op == Op::None)
@@ -444,7 +443,8 @@ void print_summary(const ff_bench::Reporter& r) {
       }
       wpe = uint64_t(caller->counter("work_per_elem"));
       auto us = [](const ff_bench::Reporter::Result* x) { return x ? x->seconds * 1e6 : NAN; };
-      const double best = std::min(pool ? pool->seconds : INFINITY, pool4 ? pool4->seconds : INFINITY);
+      const double best =
+          std::min(pool ? pool->seconds : INFINITY, pool4 ? pool4->seconds : INFINITY);
       std::printf("%-8s %6llu %9zu %10llu %9.2f %9.2f %9.2f %6.2f %9.2f %7.0f\n", k.name,
                   (unsigned long long)wpe, n, (unsigned long long)(wpe * n), us(caller), us(pool),
                   us(pool4), caller->seconds / best, us(def), def ? def->counter("blocks") : NAN);

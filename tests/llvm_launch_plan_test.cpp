@@ -16,8 +16,8 @@ namespace {
 using namespace ff;
 using namespace ff::llvm_backend;
 
-constexpr ScalarType F32 = ScalarType::Float32, F64 = ScalarType::Float64,
-                     I32 = ScalarType::Int32, U32 = ScalarType::UInt32;
+constexpr ScalarType F32 = ScalarType::Float32, F64 = ScalarType::Float64, I32 = ScalarType::Int32,
+                     U32 = ScalarType::UInt32;
 
 // out[i] = in[i].
 KernelIR copy_kernel(ScalarType t) {
@@ -67,8 +67,10 @@ KernelIR checked_kernel() {
   uint32_t d = ir.emit(IrOp::Scalar, I32, {3});
   uint32_t q = ir.emit(IrOp::Literal, I32, {}, 0);
   for (uint64_t k = 1; k <= 8; ++k)
-    q = ir.emit(IrOp::Add, I32,
-                {q, ir.emit(IrOp::Div, I32, {ir.emit(IrOp::Xor, I32, {i, ir.emit(IrOp::Literal, I32, {}, k)}), d})});
+    q = ir.emit(
+        IrOp::Add, I32,
+        {q, ir.emit(IrOp::Div, I32,
+                    {ir.emit(IrOp::Xor, I32, {i, ir.emit(IrOp::Literal, I32, {}, k)}), d})});
   ir.emit(IrOp::Store, I32, {0, q});
   uint32_t scale = ir.emit(IrOp::Literal, F32, {}, 0x3a800000);  // 1/1024
   uint32_t f = ir.emit(IrOp::Mul, F32, {ir.emit(IrOp::Cast, F32, {i}), scale});
@@ -102,7 +104,8 @@ LaunchPlan checked_plan(uint64_t wpe, size_t size, unsigned threads, const LlvmT
   CHECK((p.n_blocks - 1) * p.block < size);  // every block has elements
   CHECK(p.n_blocks * p.block >= size);       // and together they cover the launch
   CHECK(p.n_blocks <= threads * kBlocksPerThread);
-  CHECK(p.block * wpe >= t.block_min_work);
+  if (p.n_blocks > threads)  // more than one block per thread only with block_min_work each
+    CHECK(p.block * wpe >= t.block_min_work);
   CHECK(p.wake == (work >= t.wake_min_work));
   return p;
 }
@@ -124,7 +127,7 @@ TEST_CASE("kernel work per element weighs each op", "[llvm][launch_plan]") {
   CHECK(instr_work(add) == 1);
   CHECK(instr_work(div) > instr_work(add));
   CHECK(instr_work(sin) > instr_work(div));
-  CHECK(instr_work(idiv) > instr_work(sin));  // scalarised, one idiv per lane
+  CHECK(instr_work(idiv) > instr_work(sin));     // scalarised, one idiv per lane
   CHECK(kernel_work_per_elem(KernelIR{}) == 1);  // never 0: every launch has some cost
 }
 
@@ -184,22 +187,22 @@ TEST_CASE("plan: blocks hold block_min_work in whole 64-element steps", "[llvm][
   CHECK(checked_plan(999, 512, 2, t) == LaunchPlan{4, 128, false});
   // Rounding to 64 elements can leave fewer blocks than the cap: 640 / 8 = 80 -> 128.
   CHECK(checked_plan(1000, 640, 2, t) == LaunchPlan{5, 128, false});
+  // Too little work for block_min_work in any block: still one block per thread.
+  CHECK(checked_plan(10, 1024, 2, t) == LaunchPlan{2, 512, false});
+  CHECK(checked_plan(10, 1024, 3, t) == LaunchPlan{3, 384, false});
   // Invariants over a grid of shapes, work and tunings.
   for (uint64_t bmw : {uint64_t(0), uint64_t(5000), uint64_t(1) << 16})
     for (uint64_t pmw : {uint64_t(0), uint64_t(20000), uint64_t(1) << 20})
       for (unsigned threads : {1u, 2u, 3u, 16u})
         for (uint64_t wpe : {uint64_t(1), uint64_t(3), uint64_t(250), uint64_t(4000)})
-          for (size_t n : {size_t(0), size_t(1), size_t(63), size_t(64), size_t(65), size_t(127),
-                           size_t(128), size_t(129), size_t(1021), size_t(4099), size_t(65537),
-                           size_t(1000003)}) {
+          for (size_t n :
+               {size_t(0), size_t(1), size_t(63), size_t(64), size_t(65), size_t(127), size_t(128),
+                size_t(129), size_t(1021), size_t(4099), size_t(65537), size_t(1000003)}) {
             t.block_min_work = bmw;
             t.parallel_min_work = pmw;
             LaunchPlan q = checked_plan(wpe, n, threads, t);
-            // It splits whenever the rules allow two blocks.
-            const uint64_t need = (bmw + wpe - 1) / wpe;
-            const uint64_t min_block = std::max<uint64_t>(
-                (need + kBlockAlign - 1) / kBlockAlign * kBlockAlign, kBlockAlign);
-            bool can = threads > 1 && wpe * n >= pmw && n >= 2 * min_block;
+            // It splits whenever the work reaches the threshold and two blocks fit.
+            bool can = threads > 1 && wpe * n >= pmw && n >= 2 * kBlockAlign;
             CHECK((q.n_blocks >= 2) == can);
           }
 }
@@ -218,8 +221,8 @@ TEST_CASE("launches around the thresholds compute every element exactly once",
     // The backend's plan is plan_launch's with its two threads and its tuning.
     CHECK(launch_plan(*be, h, 1024) == plan_launch(wpe, 1024, 2, tuning));
     const size_t at = size_t((tuning.parallel_min_work + wpe - 1) / wpe);
-    std::vector<size_t> sizes = {0,    1,    63,   64,    65,    127,      128,      129,
-                                 1021, 1024, 4099, 16411, 65537, at - 1, at, at + 1};
+    std::vector<size_t> sizes = {0,    1,    63,   64,    65,    127,    128, 129,
+                                 1021, 1024, 4099, 16411, 65537, at - 1, at,  at + 1};
     bool split_seen = false;
     for (size_t n : sizes) {
       if (n == size_t(-1))

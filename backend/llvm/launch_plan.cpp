@@ -13,15 +13,16 @@ namespace {
 struct Weight {
   uint64_t w32, w64;
 };
-constexpr Weight kCheap{1, 2};          // ALU ops, compares, selects, casts
-constexpr Weight kMemory{2, 4};         // Load, Store: the traffic, once out of L1
-constexpr Weight kFloatDiv{6, 22};      // vdivps / vdivpd
-constexpr Weight kSqrt{12, 45};         // vsqrtps / vsqrtpd
-constexpr Weight kTranscend{50, 125};   // libmvec exp, log, sin, cos
-constexpr Weight kGather{55, 55};       // one load per lane, whatever the width
-constexpr Weight kScatter{55, 55};      // not measured: scalarised like a gather
-constexpr Weight kScatterAdd{80, 80};   // not measured: a scatter plus an atomic per lane
-constexpr Weight kIntDiv{300, 600};     // scalarised: one idiv per lane plus the trap guard
+
+constexpr Weight kCheap{1, 2};         // ALU ops, compares, selects, casts
+constexpr Weight kMemory{2, 4};        // Load, Store: the traffic, once out of L1
+constexpr Weight kFloatDiv{6, 22};     // vdivps / vdivpd
+constexpr Weight kSqrt{12, 45};        // vsqrtps / vsqrtpd
+constexpr Weight kTranscend{50, 125};  // libmvec exp, log, sin, cos
+constexpr Weight kGather{55, 55};      // one load per lane, whatever the width
+constexpr Weight kScatter{55, 55};     // not measured: scalarised like a gather
+constexpr Weight kScatterAdd{80, 80};  // not measured: a scatter plus an atomic per lane
+constexpr Weight kIntDiv{300, 600};    // scalarised: one idiv per lane plus the trap guard
 
 }  // namespace
 
@@ -82,11 +83,13 @@ LaunchPlan plan_launch(uint64_t work_per_elem, size_t size, unsigned n_threads,
     return alone;
   // The smallest block that holds block_min_work, in whole kBlockAlign steps.
   uint64_t min_block = (tuning.block_min_work + work_per_elem - 1) / work_per_elem;
-  min_block = std::max<uint64_t>((min_block + kBlockAlign - 1) / kBlockAlign * kBlockAlign,
-                                 kBlockAlign);
-  size_t n_blocks = std::min<uint64_t>(size / min_block, uint64_t{n_threads} * kBlocksPerThread);
-  if (n_blocks < 2)
-    return alone;
+  min_block =
+      std::max<uint64_t>((min_block + kBlockAlign - 1) / kBlockAlign * kBlockAlign, kBlockAlign);
+  // One block per thread at least; more (up to kBlocksPerThread each, for balance) only as
+  // far as each holds block_min_work. size >= 2 * kBlockAlign, so there are >= 2 blocks.
+  size_t n_blocks =
+      std::clamp<uint64_t>(size / min_block, n_threads, uint64_t{n_threads} * kBlocksPerThread);
+  n_blocks = std::min(n_blocks, size / kBlockAlign);
   size_t block = ((size + n_blocks - 1) / n_blocks + kBlockAlign - 1) / kBlockAlign * kBlockAlign;
   return {(size + block - 1) / block, block, work >= tuning.wake_min_work};
 }

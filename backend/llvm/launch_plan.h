@@ -40,8 +40,9 @@ struct LaunchPlan {
 
 /// The plan for `size` elements of a kernel with `work_per_elem` on a pool of `n_threads`
 /// (the caller included): the calling thread alone when the work is below
-/// tuning.parallel_min_work, else blocks of at least tuning.block_min_work (rounded up to
-/// kBlockAlign elements), at most kBlocksPerThread per thread.
+/// tuning.parallel_min_work (or size < 2 * kBlockAlign), else one block per thread, or more
+/// (at most kBlocksPerThread per thread) as far as each holds tuning.block_min_work; blocks
+/// are multiples of kBlockAlign elements.
 LaunchPlan plan_launch(uint64_t work_per_elem, size_t size, unsigned n_threads,
                        const LlvmTuning& tuning);
 

@@ -132,7 +132,7 @@ class LlvmBackend final : public Backend {
   ThreadPool pool_;
   HostAllocator alloc_;
   KernelCache kernels_;  // after pool_: its threads stop before the pool's
-  LlvmTuning tuning_;  // the launch-plan thresholds
+  LlvmTuning tuning_;    // the launch-plan thresholds
   std::atomic<uint64_t> launches_{0}, reductions_{0}, allocs_{0}, copies_{0}, host_reads_{0};
 };
 
@@ -183,13 +183,14 @@ void LlvmBackend::launch(const KernelHandle& kernel, size_t size, SizeProv,
     fn(0, size, bits);
   } else {
     LaunchCtx ctx{fn, bits, size, p.block};
-    pool_.run(p.n_blocks,
-              [](void* c, size_t b) {
-                auto& x = *static_cast<LaunchCtx*>(c);
-                uint64_t begin = b * x.block;
-                x.fn(begin, std::min<uint64_t>(begin + x.block, x.size), x.args);
-              },
-              &ctx, p.wake);
+    pool_.run(
+        p.n_blocks,
+        [](void* c, size_t b) {
+          auto& x = *static_cast<LaunchCtx*>(c);
+          uint64_t begin = b * x.block;
+          x.fn(begin, std::min<uint64_t>(begin + x.block, x.size), x.args);
+        },
+        &ctx, p.wake);
   }
   kernels_.note_launch(kernel, *k, size);
 }

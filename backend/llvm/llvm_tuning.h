@@ -29,9 +29,9 @@ struct LlvmTuning {
   /// whenever there are two blocks of kBlockAlign elements; UINT64_MAX: never split. Measured
   /// crossover and the choice: docs/llvm-backend-parallel.md.
   uint64_t parallel_min_work = 196608;
-  /// Each block of a split launch holds at least this much work, so that handing it to another
-  /// thread pays (blocks are whole multiples of kBlockAlign elements).
-  uint64_t block_min_work = 98304;
+  /// A split launch has one block per thread, and more (up to kBlocksPerThread per thread, for
+  /// balance) only as far as each block holds at least this much work.
+  uint64_t block_min_work = uint64_t{1} << 19;
   /// Sleeping pool workers are woken only for launches with at least this much work (waking
   /// takes ~50 us; workers that still spin after the previous launch always join).
   uint64_t wake_min_work = uint64_t{1} << 22;
