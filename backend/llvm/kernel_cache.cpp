@@ -5,6 +5,7 @@
 #include <exception>
 #include <string>
 
+#include "backend/llvm/launch_plan.h"
 #include "common/log.h"
 #include "common/version.h"
 #include "freezeframe/errors.h"
@@ -38,6 +39,7 @@ KernelIR warm_up_kernel() {
 LlvmKernel::LlvmKernel(std::shared_ptr<const KernelIR> ir, std::unique_ptr<JitCode> code, Tier tier)
     : CompiledKernel(std::move(ir)),
       n_params_(this->ir().params.size()),
+      work_per_elem_(kernel_work_per_elem(this->ir())),
       first_(std::move(code)),
       entry_(first_->entry()),
       tier_(tier),

@@ -32,6 +32,9 @@ class LlvmKernel final : public CompiledKernel {
 
   Tier tier() const { return tier_.load(std::memory_order_acquire); }
 
+  /// Estimated work per element (kernel_work_per_elem of its IR), for launch plans.
+  uint64_t work_per_elem() const { return work_per_elem_; }
+
   /// Adds launch work; true exactly once, when the kernel should be re-compiled optimised.
   /// Approximate under concurrent launches (relaxed load + store), which is all it needs.
   bool add_work(uint64_t work, uint64_t threshold) const {
@@ -47,6 +50,7 @@ class LlvmKernel final : public CompiledKernel {
 
  private:
   size_t n_params_;
+  uint64_t work_per_elem_;
   std::unique_ptr<JitCode> first_;              // code compiled by compile()
   mutable std::unique_ptr<JitCode> optimized_;  // written once by the tier-up thread
   mutable std::atomic<KernelFn> entry_;

@@ -1,6 +1,7 @@
 // The "llvm" Backend: host memory from a caching allocator, kernels from the kernel cache,
-// launches split over a thread pool (small ones run on the caller), and native reduce /
-// prefix_sum / compress. Launches are synchronous, so sync() has nothing to do.
+// launches split over a thread pool when their estimated work pays for it (launch_plan.h; the
+// rest run on the caller), and native reduce / prefix_sum / compress. Launches are
+// synchronous, so sync() has nothing to do.
 #include "backend/llvm/llvm_backend.h"
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include "backend/llvm/host_algorithms.h"
 #include "backend/llvm/host_allocator.h"
 #include "backend/llvm/kernel_cache.h"
+#include "backend/llvm/launch_plan.h"
 #include "backend/llvm/llvm_tuning.h"
 #include "backend/llvm/thread_pool.h"
 #include "common/log.h"
@@ -20,9 +22,6 @@ namespace ff {
 namespace llvm_backend {
 namespace {
 
-constexpr size_t kMinBlockElems = 16384;
-// Sleeping pool workers are woken only for launches this large (waking takes ~50 us).
-constexpr size_t kWakeMinElems = size_t{1} << 20;
 constexpr size_t kStackArgs = 64;
 
 struct LaunchCtx {
@@ -42,7 +41,7 @@ class LlvmBackend final : public Backend {
         kernels_(tuning, pool_.n_threads() > 1,
                  options.kernel_cache_dir.empty() ? "" : options.kernel_cache_dir + "/llvm",
                  options.kernel_cache_max_bytes),
-        parallel_min_elems_(std::max<size_t>(tuning.parallel_min_elems, 1)) {
+        tuning_(tuning) {
     ff::logging::llvm().info("llvm backend: {} threads", pool_.n_threads());
   }
 
@@ -95,6 +94,10 @@ class LlvmBackend final : public Backend {
   void launch(const KernelHandle& kernel, size_t size, SizeProv prov,
               std::span<const KernelArg> args) override;
 
+  LaunchPlan plan(const LlvmKernel& kernel, size_t size) const {
+    return plan_launch(kernel.work_per_elem(), size, pool_.n_threads(), tuning_);
+  }
+
   void reduce(ReduceOp op, ScalarType type, const void* in, size_t count, void* out) override {
     if (!out || (count && !in))
       throw BackendError("llvm backend: reduce with a null pointer");
@@ -129,7 +132,7 @@ class LlvmBackend final : public Backend {
   ThreadPool pool_;
   HostAllocator alloc_;
   KernelCache kernels_;  // after pool_: its threads stop before the pool's
-  size_t parallel_min_elems_;
+  LlvmTuning tuning_;    // the launch-plan thresholds
   std::atomic<uint64_t> launches_{0}, reductions_{0}, allocs_{0}, copies_{0}, host_reads_{0};
 };
 
@@ -175,21 +178,19 @@ void LlvmBackend::launch(const KernelHandle& kernel, size_t size, SizeProv,
     bits[i] = args[i].bits;
 
   KernelFn fn = k->entry();
-  if (size < parallel_min_elems_ || pool_.n_threads() == 1) {
+  LaunchPlan p = plan(*k, size);
+  if (p.n_blocks <= 1) {
     fn(0, size, bits);
   } else {
-    // Blocks are multiples of 64 elements, so only the last one has a vector tail.
-    size_t n_blocks =
-        std::min<size_t>(std::max<size_t>(size / kMinBlockElems, 1), size_t{pool_.n_threads()} * 4);
-    size_t block = ((size + n_blocks - 1) / n_blocks + 63) / 64 * 64;
-    LaunchCtx ctx{fn, bits, size, block};
-    pool_.run((size + block - 1) / block,
-              [](void* c, size_t b) {
-                auto& x = *static_cast<LaunchCtx*>(c);
-                uint64_t begin = b * x.block;
-                x.fn(begin, std::min<uint64_t>(begin + x.block, x.size), x.args);
-              },
-              &ctx, size >= kWakeMinElems);
+    LaunchCtx ctx{fn, bits, size, p.block};
+    pool_.run(
+        p.n_blocks,
+        [](void* c, size_t b) {
+          auto& x = *static_cast<LaunchCtx*>(c);
+          uint64_t begin = b * x.block;
+          x.fn(begin, std::min<uint64_t>(begin + x.block, x.size), x.args);
+        },
+        &ctx, p.wake);
   }
   kernels_.note_launch(kernel, *k, size);
 }
@@ -198,6 +199,21 @@ void LlvmBackend::launch(const KernelHandle& kernel, size_t size, SizeProv,
 std::unique_ptr<Backend> create_llvm_backend(const BackendOptions& options,
                                              const LlvmTuning& tuning) {
   return std::make_unique<LlvmBackend>(options, tuning);
+}
+
+uint64_t kernel_work_per_elem(const KernelHandle& kernel) {
+  const auto* k = dynamic_cast<const LlvmKernel*>(kernel.get());
+  if (!k)
+    throw BackendError("llvm backend: not a kernel of the llvm backend");
+  return k->work_per_elem();
+}
+
+LaunchPlan launch_plan(const Backend& backend, const KernelHandle& kernel, size_t size) {
+  const auto* be = dynamic_cast<const LlvmBackend*>(&backend);
+  const auto* k = dynamic_cast<const LlvmKernel*>(kernel.get());
+  if (!be || !k)
+    throw BackendError("llvm backend: launch_plan of another backend or its kernel");
+  return be->plan(*k, size);
 }
 
 Tier kernel_tier(const KernelHandle& kernel) {

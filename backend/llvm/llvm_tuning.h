@@ -23,8 +23,18 @@ struct LlvmTuning {
   /// Create the JIT and compile a throw-away kernel on a background thread when the backend is
   /// created, so the first real compile does not pay LLVM's one-time start-up (~10 ms).
   bool warm_up = true;
-  /// Launches below this many elements run on the calling thread.
-  size_t parallel_min_elems = 32768;
+  /// Launches are split over the pool by estimated work: the kernel's work per element (a
+  /// weight per IR instruction, about one unit per cheap vector op; launch_plan.h) times the
+  /// elements launched. Launches with less work than this run on the calling thread. 0: split
+  /// whenever there are two blocks of kBlockAlign elements; UINT64_MAX: never split. Measured
+  /// crossover and the choice: docs/llvm-backend-parallel.md.
+  uint64_t parallel_min_work = 196608;
+  /// A split launch has one block per thread, and more (up to kBlocksPerThread per thread, for
+  /// balance) only as far as each block holds at least this much work.
+  uint64_t block_min_work = uint64_t{1} << 19;
+  /// Sleeping pool workers are woken only for launches with at least this much work (waking
+  /// takes ~50 us; workers that still spin after the previous launch always join).
+  uint64_t wake_min_work = uint64_t{1} << 22;
 };
 
 /// Each launch counts at least this much work towards tier_up_work.
