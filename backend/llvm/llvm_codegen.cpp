@@ -324,9 +324,10 @@ Value* KernelEmitter::lane_offsets() {
   return llvm::ConstantVector::get(lanes);
 }
 
-// Whether an instruction computes a pure function of its operands (no memory, no index), so
-// it is uniform when they all are.
-bool is_pure(IrOp op) {
+// How many operands (a, b, c) an instruction reads if it computes a pure function of them (no
+// memory, no index), so that it is uniform when they all are; 0 for the others. (Operand
+// fields an opcode does not use are not validated, so only these may be read.)
+int pure_operands(IrOp op) {
   switch (op) {
     case IrOp::Index:
     case IrOp::Literal:
@@ -337,9 +338,25 @@ bool is_pure(IrOp op) {
     case IrOp::Store:
     case IrOp::Scatter:
     case IrOp::ScatterAdd:
-      return false;
+      return 0;
+    case IrOp::Neg:
+    case IrOp::Not:
+    case IrOp::Abs:
+    case IrOp::Sqrt:
+    case IrOp::Exp:
+    case IrOp::Log:
+    case IrOp::Sin:
+    case IrOp::Cos:
+    case IrOp::Floor:
+    case IrOp::Ceil:
+    case IrOp::Cast:
+    case IrOp::Bitcast:
+      return 1;
+    case IrOp::Fma:
+    case IrOp::Select:
+      return 3;
     default:
-      return true;
+      return 2;  // binary operations and comparisons
   }
 }
 
@@ -366,15 +383,16 @@ void KernelEmitter::hoist_uniforms() {
         uniform_[k] = splat(to_reg(in.type, v));
         break;
       }
-      default:
-        if (is_pure(in.op)) {
-          bool all = true;
-          for (uint32_t o : {in.a, in.b, in.c})
-            all = all && (o == kNoOperand || uniform_[o] != nullptr);
-          if (all)
-            uniform_[k] = emit_instr(in, nullptr, nullptr);
-        }
+      default: {
+        const uint32_t operands[3] = {in.a, in.b, in.c};
+        int count = pure_operands(in.op);
+        bool all = count > 0;
+        for (int o = 0; o < count; ++o)
+          all = all && uniform_[operands[o]] != nullptr;
+        if (all)
+          uniform_[k] = emit_instr(in, nullptr, nullptr);
         break;
+      }
     }
     vals_[k] = uniform_[k];
   }
@@ -582,8 +600,9 @@ Value* KernelEmitter::emit_masked_gather(const IrInstr& in, Value* tail) {
 // modulo 2^bits of its type. Its lanes then read consecutive elements from buf + v[0] widened
 // (sign-extended if signed) unless v[0] + l wraps in a narrower type: v[0] <= max - (w - 1)
 // rules that out. When besides all w elements lie in the source (v[0] < bound and
-// bound - v[0] >= w), one plain vector load reads them, and the mask selects: no lane is out of
-// range, so there is nothing to report either. Any other vector (a border, a wrapping index)
+// bound - v[0] >= w), one vector load reads them, masked with the gather's mask (masked lanes
+// read nothing, as in a gather; on AVX-512 a masked load costs what a plain one does): no lane
+// is out of range, so there is nothing to report either. Any other vector (a border, a wrapping index)
 // takes the masked gather, range report included. Either way nothing outside the source is
 // read and masked or out-of-range lanes give 0. Two scalar compares per vector decide.
 Value* KernelEmitter::emit_stencil_load(const IrInstr& in, Value* tail) {
@@ -611,8 +630,8 @@ Value* KernelEmitter::emit_stencil_load(const IrInstr& in, Value* tail) {
   b_.CreateCondBr(b_.CreateAnd(no_wrap, inside), contiguous, other);
   b_.SetInsertPoint(contiguous);
   Value* want = and_mask(vals_[in.c], tail);
-  Value* row = b_.CreateAlignedLoad(ty, b_.CreateGEP(mem_ty(t), ptr_[in.a], first), align_of(t));
-  row = b_.CreateSelect(want, row, zero);
+  Value* row = b_.CreateMaskedLoad(ty, b_.CreateGEP(mem_ty(t), ptr_[in.a], first), align_of(t),
+                                   want, zero);
   llvm::BasicBlock* from_row = b_.GetInsertBlock();
   b_.CreateBr(done);
   b_.SetInsertPoint(other);
