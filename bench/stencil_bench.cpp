@@ -44,9 +44,9 @@ const std::vector<float>& plate() {
     std::vector<float> v(size_t(g_side) * g_side);
     for (uint32_t y = 0; y < g_side; ++y)
       for (uint32_t x = 0; x < g_side; ++x)
-        v[size_t(y) * g_side + x] = static_cast<float>((x * 7 + y * 13) % 101) +
-                                    (x > g_side / 4 && x < g_side / 2 && y > g_side / 4 ? 100.f
-                                                                                        : 0.f);
+        v[size_t(y) * g_side + x] =
+            static_cast<float>((x * 7 + y * 13) % 101) +
+            (x > g_side / 4 && x < g_side / 2 && y > g_side / 4 ? 100.f : 0.f);
     return v;
   }();
   return u;
@@ -157,8 +157,7 @@ class Summary : public ff_bench::Reporter {
     for (const char* name : {"BM_heat_frozen", "BM_heat_traced"}) {
       const double t = ms(name);
       if (t > 0 && hand > 0)
-        std::printf("  %-24s %8.3f ms/step: hand/ff %.2f (target >= 0.8)\n", name + 3, t,
-                    hand / t);
+        std::printf("  %-24s %8.3f ms/step: hand/ff %.2f (target >= 0.8)\n", name + 3, t, hand / t);
     }
     ff_bench::warn_if_busy(stdout);
   }

@@ -180,7 +180,7 @@ int main(int argc, char** argv) {
                     std::abs(total_ff - total_ref) <= 1e-4 * std::max(1.0, total_ref) &&
                     frozen_err == 0 && frozen_step.n_recordings() == 1;
     std::printf("\n%s\n", ok ? "check: OK (frozen == traced, both match the plain C++ and OpenMP "
-                                 "loops)"
+                               "loops)"
                              : "check: FAILED");
     u = ff::Float();
     v = ff::Float();

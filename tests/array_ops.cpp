@@ -500,7 +500,8 @@ TEMPLATE_TEST_CASE("stencil gathers at arange +- 1 and +- width equal gathers at
           size_t bad = 0;
           for (size_t e = 0; e < count; ++e) {
             auto j = static_cast<int64_t>(e) + off;
-            float want = hm[e] && j >= 0 && j < static_cast<int64_t>(count) ? host_u[size_t(j)] : 0.f;
+            float want =
+                hm[e] && j >= 0 && j < static_cast<int64_t>(count) ? host_u[size_t(j)] : 0.f;
             bad += hf[e] != want || hp[e] != want;
           }
           INFO("width " << width << " rows " << rows << " offset " << off << " mask " << m);

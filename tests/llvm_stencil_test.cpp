@@ -99,8 +99,8 @@ LlvmJit& jit_for(LoopStyle style) {
 // Compiles `ir` once per loop style and tier (the sweeps below reuse a few kernels many times).
 const JitCode& compiled(const Config& cfg, const KernelIR& ir) {
   static std::map<std::string, std::unique_ptr<JitCode>> cache;
-  std::string key = std::to_string(int(cfg.style)) + "/" + std::to_string(int(cfg.tier)) + "/" +
-                    ir.hash.to_hex();
+  std::string key =
+      std::to_string(int(cfg.style)) + "/" + std::to_string(int(cfg.tier)) + "/" + ir.hash.to_hex();
   auto& code = cache[key];
   if (!code)
     code = jit_for(cfg.style).compile(ir, cfg.tier);
@@ -251,11 +251,15 @@ void check_gathers(const Config& cfg, Form form, uint64_t off, size_t n, size_t 
       }
     }
     INFO(name(form) << " off=" << static_cast<int64_t>(off) << " n=" << n << " src=" << src_n
-                    << " width=" << width << " mask " << (m == 0 ? "all" : m == 1 ? "interior" : "random")
+                    << " width=" << width << " mask "
+                    << (m == 0   ? "all"
+                        : m == 1 ? "interior"
+                                 : "random")
                     << " style " << int(cfg.style) << " tier " << int(cfg.tier));
     std::vector<T> got(n, T(7)), want_plain(n, T(7));
-    std::vector<uint64_t> args = {bits_of(src.data()), bits_of(mask.data()), bits_of(idx.data()),
-                                  off, src_n, bits_of(got.data())};
+    std::vector<uint64_t> args = {
+        bits_of(src.data()), bits_of(mask.data()), bits_of(idx.data()), off, src_n,
+        bits_of(got.data())};
     run(stencil, n, args);
     args[5] = bits_of(want_plain.data());
     run(plain, n, args);
@@ -335,7 +339,9 @@ class GuardedSource {
     for (size_t i = 0; i < n; ++i)
       data_[i] = value_at<T>(i);
   }
+
   ~GuardedSource() { munmap(base_, total_); }
+
   GuardedSource(const GuardedSource&) = delete;
   GuardedSource& operator=(const GuardedSource&) = delete;
 
@@ -436,9 +442,11 @@ KernelIR division_kernel(Divisor divisor, bool index_numerator) {
 }
 
 std::vector<uint32_t> test_divisors() {
-  std::vector<uint32_t> d = {0, 1, 2, 3, 5, 6, 7, 10, 11, 25, 100, 641, 1000, 2047, 2048, 2049,
-                             6700417, 0x7FFFFFFFu, 0x80000000u, 0x80000001u, 0xFFFFFFFEu,
-                             0xFFFFFFFFu, 0xAAAAAAABu, 0x55555555u};
+  std::vector<uint32_t> d = {0,           1,           2,           3,           5,
+                             6,           7,           10,          11,          25,
+                             100,         641,         1000,        2047,        2048,
+                             2049,        6700417,     0x7FFFFFFFu, 0x80000000u, 0x80000001u,
+                             0xFFFFFFFEu, 0xFFFFFFFFu, 0xAAAAAAABu, 0x55555555u};
   for (int k = 1; k < 32; ++k) {
     uint32_t p = uint32_t{1} << k;
     d.insert(d.end(), {p - 1, p, p + 1});
@@ -464,8 +472,9 @@ TEST_CASE("unsigned division and remainder by a uniform divisor are exact", "[ll
       const JitCode& code = compiled(cfg, division_kernel(form, false));
       for (uint32_t d : divisors) {
         std::vector<uint32_t> n = random_n;
-        for (uint32_t base : {0u, 1u, d - 1, d, d + 1, 2 * d - 1, 2 * d, 3 * d + 2, 0x7FFFFFFFu,
-                              0x80000000u, 0xFFFFFFFEu, 0xFFFFFFFFu, d * (0xFFFFFFFFu / std::max(d, 1u))})
+        for (uint32_t base :
+             {0u, 1u, d - 1, d, d + 1, 2 * d - 1, 2 * d, 3 * d + 2, 0x7FFFFFFFu, 0x80000000u,
+              0xFFFFFFFEu, 0xFFFFFFFFu, d * (0xFFFFFFFFu / std::max(d, 1u))})
           n.push_back(base);
         std::vector<uint32_t> q(n.size()), r(n.size());
         uint32_t d_arg = form == Divisor::ScalarPlusOne ? d - 1 : d;
@@ -477,10 +486,9 @@ TEST_CASE("unsigned division and remainder by a uniform divisor are exact", "[ll
           uint32_t want_q = d == 0 ? n[i] : n[i] / d, want_r = d == 0 ? 0 : n[i] % d;
           if (q[i] != want_q || r[i] != want_r) {
             if (bad++ == 0)
-              FAIL_CHECK(n[i] << " / " << d << ": got " << q[i] << " rem " << r[i]
-                              << ", expected " << want_q << " rem " << want_r << " (divisor form "
-                              << int(form) << ", style " << int(cfg.style) << ", tier "
-                              << int(cfg.tier) << ")");
+              FAIL_CHECK(n[i] << " / " << d << ": got " << q[i] << " rem " << r[i] << ", expected "
+                              << want_q << " rem " << want_r << " (divisor form " << int(form)
+                              << ", style " << int(cfg.style) << ", tier " << int(cfg.tier) << ")");
           }
         }
         CHECK(bad == 0);

@@ -120,6 +120,7 @@ class KernelEmitter {
   std::vector<Value*> ptr_;      // per buffer parameter: the pointer
   std::vector<Value*> uniform_;  // per instruction: a value computed once before the loop
   std::vector<Value*> vals_;     // per instruction: its value in the body being emitted
+
   // Unsigned 32-bit division by a uniform, non-constant divisor `d` (docs/kernel-ir.md):
   // n / d == (t + ((n - t) >> sh1)) >> sh2 with t = mulhi(n, m), per divisor instruction,
   // computed once before the loop; all nullptr where it does not apply.
@@ -129,6 +130,7 @@ class KernelEmitter {
     Value* sh1 = nullptr;  // min(l, 1), l = ceil(log2 d) (splat, i32)
     Value* sh2 = nullptr;  // l - sh1 (splat, i32)
   };
+
   std::vector<DivMagic> div_magic_;
   // Per instruction: an integer value that is "lane index + uniform" (Index, Add/Sub of such a
   // value and a uniform, integer casts of one to a type no wider), so that its lanes satisfy
