@@ -1,5 +1,6 @@
-// The demo's heat-diffusion step, shared by the demo (heat_diffusion.cpp) and the freeze
-// benchmark (bench/freeze_bench.cpp): the freezeframe step and the same step as a plain loop.
+// The demo's heat-diffusion step, shared by the demo (heat_diffusion.cpp) and the benchmarks
+// (bench/freeze_bench.cpp, bench/stencil_bench.cpp): the freezeframe step and the same step as
+// a plain loop (the OpenMP loop is in heat_loop.h).
 #pragma once
 
 #include <freezeframe/freezeframe.h>
@@ -7,38 +8,37 @@
 #include <cstdint>
 #include <vector>
 
+#include "heat_loop.h"
+
 namespace heat {
 
-inline constexpr float kAlpha = 0.2f;  // diffusion number; explicit scheme is stable below 0.25
-
-// One step: the neighbour indices of every cell, clamped at the border (reflecting boundary),
-// recomputed from the element index (cheaper than reading four index buffers from memory),
-// four gathers and the stencil, fused into one kernel by ff::eval. The grid's side `n` is a
-// scalar argument: a frozen step keys on it, and the plate's size comes from `u` itself.
+// One step of the 5-point stencil on an n x n plate, written as a user would: the interior
+// cells read their four neighbours with gathers at the element index -1, +1, -n and +n (the
+// LLVM backend turns such gathers into contiguous vector loads, docs/kernel-ir.md); the
+// boundary cells keep their value (fixed temperature) and read no neighbour. Everything fuses
+// into one kernel at ff::eval. The plate's size comes from `u`; `n` is the side.
 inline ff::Float step(const ff::Float& u, uint32_t n) {
   ff::UInt32 i = ff::arange<ff::UInt32>(ff::width(u));
   ff::UInt32 x = i % n;
   ff::UInt32 y = i / n;
-  ff::UInt32 left = ff::select(x > 0u, i - 1u, i), right = ff::select(x < n - 1, i + 1u, i);
-  ff::UInt32 up = ff::select(y > 0u, i - n, i), down = ff::select(y < n - 1, i + n, i);
-  ff::Float sum = ff::gather<ff::Float>(u, left) + ff::gather<ff::Float>(u, right) +
-                  ff::gather<ff::Float>(u, up) + ff::gather<ff::Float>(u, down);
-  ff::Float next = u + kAlpha * (sum - 4.f * u);
+  ff::Bool interior = (x > 0u) & (x < n - 1) & (y > 0u) & (y < n - 1);
+  ff::Float left = ff::gather<ff::Float>(u, i - 1u, interior);
+  ff::Float right = ff::gather<ff::Float>(u, i + 1u, interior);
+  ff::Float up = ff::gather<ff::Float>(u, i - n, interior);
+  ff::Float down = ff::gather<ff::Float>(u, i + n, interior);
+  ff::Float sum = left + right + up + down;
+  ff::Float next = ff::select(interior, u + kAlpha * (sum - 4.f * u), u);
   ff::eval(next);
   return next;
 }
 
-// The same step as a plain C++ loop, with the same operation order.
+// The same step as a plain C++ loop, with the same boundary and operation order.
 inline void reference_step(const std::vector<float>& u, std::vector<float>& next, uint32_t n) {
   for (uint32_t y = 0; y < n; ++y) {
     for (uint32_t x = 0; x < n; ++x) {
       size_t i = size_t(y) * n + x;
-      float l = u[x > 0 ? i - 1 : i];
-      float r = u[x < n - 1 ? i + 1 : i];
-      float t = u[y > 0 ? i - n : i];
-      float b = u[y < n - 1 ? i + n : i];
-      float sum = ((l + r) + t) + b;
-      next[i] = u[i] + kAlpha * (sum - 4.f * u[i]);
+      bool interior = x > 0 && x < n - 1 && y > 0 && y < n - 1;
+      next[i] = interior ? interior_cell(u[i], u[i - 1], u[i + 1], u[i - n], u[i + n]) : u[i];
     }
   }
 }

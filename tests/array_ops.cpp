@@ -437,3 +437,77 @@ TEMPLATE_TEST_CASE("empty arrays combine with empty and size-1 operands into emp
     CHECK(host(r4).empty());
   }
 }
+
+TEST_CASE("arange / n and arange % n by an opaque n (a uniform divisor) are exact",
+          "[array][arith]") {
+  // An opaque size-1 n is a broadcast load in the kernel: the LLVM backend divides by it with
+  // a multiply-high (docs/kernel-ir.md). A zero divisor divides by 1.
+  const size_t count = 3001;
+  for (uint32_t d : {0u, 1u, 2u, 3u, 7u, 61u, 64u, 2048u, 0x80000000u, 0xFFFFFFFFu}) {
+    ff::UInt32 n(d);
+    ff::make_opaque(n);
+    ff::UInt32 i = ff::arange<ff::UInt32>(count);
+    ff::UInt32 big = i + 0xFFFFF000u;  // numerators near 2^32
+    ff::UInt32 q = i / n, r = i % n, bq = big / n, br = big % n;
+    ff::eval(q, r, bq, br);
+    const std::vector<uint32_t> hq = q.to_vector(), hr = r.to_vector(), hbq = bq.to_vector(),
+                                hbr = br.to_vector();
+    size_t bad = 0;
+    for (size_t e = 0; e < count; ++e) {
+      auto v = static_cast<uint32_t>(e), w = static_cast<uint32_t>(e + 0xFFFFF000u);
+      bad += hq[e] != (d == 0 ? v : v / d) || hr[e] != (d == 0 ? 0 : v % d);
+      bad += hbq[e] != (d == 0 ? w : w / d) || hbr[e] != (d == 0 ? 0 : w % d);
+    }
+    INFO("d = " << d);
+    CHECK(bad == 0);
+  }
+}
+
+TEMPLATE_TEST_CASE("stencil gathers at arange +- 1 and +- width equal gathers at evaluated indices",
+                   "[array][gather]", uint32_t, int32_t, uint64_t, int64_t) {
+  // gather(u, i + c, mask) with i the unevaluated arange is a vector load in the LLVM backend;
+  // the same index evaluated first is an index buffer (a plain gather). Both must agree with
+  // each other and with C++, the plate's border included.
+  using I = TestType;
+  using A = ff::Array<I>;
+  for (size_t width : {size_t(1), size_t(2), size_t(7), size_t(13), size_t(61)}) {
+    for (size_t rows : {size_t(1), size_t(2), size_t(7), size_t(17)}) {
+      const size_t count = width * rows;
+      std::vector<float> host_u(count);
+      for (size_t e = 0; e < count; ++e)
+        host_u[e] = static_cast<float>(e % 97) + 1.f;
+      ff::Float u = ff::Float::from(host_u);
+      A i = ff::arange<A>(count);
+      A x = i % static_cast<I>(width), y = i / static_cast<I>(width);
+      ff::Bool interior = (x > I(0)) & (x < static_cast<I>(width - 1)) & (y > I(0)) &
+                          (y < static_cast<I>(rows - 1));
+      for (int m = 0; m < 2; ++m) {
+        ff::Bool mask = m == 0 ? ff::Bool(true) : interior;
+        for (int64_t off : {int64_t(-1), int64_t(1), -int64_t(width), int64_t(width)}) {
+          A index = i + static_cast<I>(off);  // wraps like the host's arithmetic below
+          A evaluated = index;
+          ff::eval(evaluated);
+          ff::Float fast = ff::gather<ff::Float>(u, index, mask);
+          ff::Float plain = ff::gather<ff::Float>(u, evaluated, mask);
+          ff::eval(fast, plain);
+          const std::vector<float> hf = fast.to_vector(), hp = plain.to_vector();
+          std::vector<uint8_t> hm(count, 1);
+          if (m == 1) {
+            const std::vector<bool> im = interior.to_vector();
+            for (size_t e = 0; e < count; ++e)
+              hm[e] = im[e];
+          }
+          size_t bad = 0;
+          for (size_t e = 0; e < count; ++e) {
+            auto j = static_cast<int64_t>(e) + off;
+            float want =
+                hm[e] && j >= 0 && j < static_cast<int64_t>(count) ? host_u[size_t(j)] : 0.f;
+            bad += hf[e] != want || hp[e] != want;
+          }
+          INFO("width " << width << " rows " << rows << " offset " << off << " mask " << m);
+          CHECK(bad == 0);
+        }
+      }
+    }
+  }
+}

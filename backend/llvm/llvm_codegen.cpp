@@ -82,11 +82,17 @@ class KernelEmitter {
 
   Value* and_mask(Value* m, Value* tail) { return tail ? b_.CreateAnd(m, tail) : m; }
 
+  Value* lane_offsets();  // <0, 1, ..., w-1> as i64
   void hoist_uniforms();
+  void hoist_division_magic(uint32_t divisor);
+  void find_stencil_indices();
   void emit_body(Value* i, Value* tail);
   Value* emit_instr(const IrInstr& in, Value* i, Value* tail);
   Value* emit_index(ScalarType t, Value* i);
   Value* emit_gather(const IrInstr& in, Value* tail);
+  Value* emit_masked_gather(const IrInstr& in, Value* tail);
+  Value* emit_stencil_load(const IrInstr& in, Value* tail);
+  Value* emit_uniform_div(const IrInstr& in);
   void emit_scatter(const IrInstr& in, Value* tail);
   void emit_scatter_add_lanes(const IrInstr& in, Value* ptrs_base, Value* idx, Value* val,
                               Value* mask);
@@ -114,6 +120,22 @@ class KernelEmitter {
   std::vector<Value*> ptr_;      // per buffer parameter: the pointer
   std::vector<Value*> uniform_;  // per instruction: a value computed once before the loop
   std::vector<Value*> vals_;     // per instruction: its value in the body being emitted
+
+  // Unsigned 32-bit division by a uniform, non-constant divisor `d` (docs/kernel-ir.md):
+  // n / d == (t + ((n - t) >> sh1)) >> sh2 with t = mulhi(n, m), per divisor instruction,
+  // computed once before the loop; all nullptr where it does not apply.
+  struct DivMagic {
+    Value* d = nullptr;    // the divisor, 0 replaced by 1 (splat, i32)
+    Value* m = nullptr;    // the multiplier (splat, i64, < 2^32)
+    Value* sh1 = nullptr;  // min(l, 1), l = ceil(log2 d) (splat, i32)
+    Value* sh2 = nullptr;  // l - sh1 (splat, i32)
+  };
+
+  std::vector<DivMagic> div_magic_;
+  // Per instruction: an integer value that is "lane index + uniform" (Index, Add/Sub of such a
+  // value and a uniform, integer casts of one to a type no wider), so that its lanes satisfy
+  // v[l] == v[0] + l modulo 2^bits: a gather at it reads consecutive elements unless it wraps.
+  std::vector<bool> lane_affine_;
 };
 
 Value* KernelEmitter::konst(ScalarType t, uint64_t bits) {
@@ -253,10 +275,7 @@ void KernelEmitter::emit(const std::string& name) {
     b_.CreateCondBr(b_.CreateICmpULT(it, end_), tail, exit);
 
     b_.SetInsertPoint(tail);
-    llvm::SmallVector<llvm::Constant*, 16> lanes;
-    for (unsigned l = 0; l < w_; ++l)
-      lanes.push_back(b_.getInt64(l));
-    Value* mask = b_.CreateICmpULT(llvm::ConstantVector::get(lanes), splat(b_.CreateSub(end_, it)));
+    Value* mask = b_.CreateICmpULT(lane_offsets(), splat(b_.CreateSub(end_, it)));
     emit_body(it, mask);
     b_.CreateBr(exit);
   } else {
@@ -300,10 +319,59 @@ void KernelEmitter::emit(const std::string& name) {
                        os.str());
 }
 
-// Values that are the same for every element: computed once in the loop preheader.
+Value* KernelEmitter::lane_offsets() {
+  llvm::SmallVector<llvm::Constant*, 16> lanes;
+  for (unsigned l = 0; l < w_; ++l)
+    lanes.push_back(b_.getInt64(l));
+  return llvm::ConstantVector::get(lanes);
+}
+
+// How many operands (a, b, c) an instruction reads if it computes a pure function of them (no
+// memory, no index), so that it is uniform when they all are; 0 for the others. (Operand
+// fields an opcode does not use are not validated, so only these may be read.)
+int pure_operands(IrOp op) {
+  switch (op) {
+    case IrOp::Index:
+    case IrOp::Literal:
+    case IrOp::Scalar:
+    case IrOp::Load:
+    case IrOp::LoadBroadcast:
+    case IrOp::Gather:
+    case IrOp::Store:
+    case IrOp::Scatter:
+    case IrOp::ScatterAdd:
+      return 0;
+    case IrOp::Neg:
+    case IrOp::Not:
+    case IrOp::Abs:
+    case IrOp::Sqrt:
+    case IrOp::Exp:
+    case IrOp::Log:
+    case IrOp::Sin:
+    case IrOp::Cos:
+    case IrOp::Floor:
+    case IrOp::Ceil:
+    case IrOp::Cast:
+    case IrOp::Bitcast:
+      return 1;
+    case IrOp::Fma:
+    case IrOp::Select:
+      return 3;
+    default:
+      return 2;  // binary operations and comparisons
+  }
+}
+
+// Values that are the same for every element: computed once in the loop preheader. Besides
+// literals, scalars and broadcast loads, every pure instruction whose operands are all uniform
+// (`width - 1`, `n * 2`, ...), then what depends on them: the magic numbers of divisions by
+// a uniform, and which gather indices are "lane index + uniform".
 void KernelEmitter::hoist_uniforms() {
-  uniform_.assign(ir_.instrs.size(), nullptr);
-  for (size_t k = 0; k < ir_.instrs.size(); ++k) {
+  size_t n = ir_.instrs.size();
+  uniform_.assign(n, nullptr);
+  vals_.assign(n, nullptr);  // what emit_instr reads while hoisting: the uniforms so far
+  div_magic_.assign(n, DivMagic{});
+  for (size_t k = 0; k < n; ++k) {
     const IrInstr& in = ir_.instrs[k];
     switch (in.op) {
       case IrOp::Literal:
@@ -317,6 +385,77 @@ void KernelEmitter::hoist_uniforms() {
         uniform_[k] = splat(to_reg(in.type, v));
         break;
       }
+      default: {
+        const uint32_t operands[3] = {in.a, in.b, in.c};
+        int count = pure_operands(in.op);
+        bool all = count > 0;
+        for (int o = 0; o < count; ++o)
+          all = all && uniform_[operands[o]] != nullptr;
+        if (all)
+          uniform_[k] = emit_instr(in, nullptr, nullptr);
+        break;
+      }
+    }
+    vals_[k] = uniform_[k];
+  }
+  for (size_t k = 0; k < n; ++k) {
+    const IrInstr& in = ir_.instrs[k];
+    // Constant divisors are left to LLVM, which divides by them with a multiply already.
+    if ((in.op == IrOp::Div || in.op == IrOp::Mod) && in.type == ScalarType::UInt32 &&
+        !uniform_[k] && uniform_[in.b] && !llvm::isa<llvm::Constant>(uniform_[in.b]) &&
+        !div_magic_[in.b].m)
+      hoist_division_magic(in.b);
+  }
+  find_stencil_indices();
+}
+
+// The multiplier and shifts of Granlund and Montgomery's unsigned division by an invariant
+// integer (Hacker's Delight, 2nd ed., 10-8), exact for every 32-bit n and every d >= 1:
+// l = ceil(log2 d), m = floor(2^32 (2^l - d) / d) + 1 (< 2^32), and
+// n / d = (t + ((n - t) >> min(l, 1))) >> max(l - 1, 0) with t = (n * m) >> 32.
+// d == 1 gives m = 1, t = 0, shifts 0; a power of two 2^l gives m = 1, t = 0, n >> l. A zero
+// divisor is replaced by 1 first, as in the plain division (quotient n, remainder 0).
+void KernelEmitter::hoist_division_magic(uint32_t divisor) {
+  Value* d = uniform_[divisor];
+  if (w_ > 1)
+    d = b_.CreateExtractElement(d, uint64_t{0});
+  Type* i64 = b_.getInt64Ty();
+  d = b_.CreateSelect(b_.CreateICmpEQ(d, b_.getInt32(0)), b_.getInt32(1), d);
+  Value* l = b_.CreateSub(
+      b_.getInt32(32),
+      b_.CreateBinaryIntrinsic(Intr::ctlz, b_.CreateSub(d, b_.getInt32(1)), b_.getFalse()));
+  Value* d64 = b_.CreateZExt(d, i64);
+  Value* pow = b_.CreateShl(b_.getInt64(1), b_.CreateZExt(l, i64));  // 2^l, l <= 32
+  Value* num = b_.CreateShl(b_.CreateSub(pow, d64), 32);             // < d * 2^32 <= 2^64
+  Value* m = b_.CreateAdd(b_.CreateUDiv(num, d64), b_.getInt64(1));
+  Value* sh1 = b_.CreateBinaryIntrinsic(Intr::umin, l, b_.getInt32(1));
+  Value* sh2 = b_.CreateSub(l, sh1);
+  div_magic_[divisor] = {splat(d), splat(m), splat(sh1), splat(sh2)};
+}
+
+void KernelEmitter::find_stencil_indices() {
+  size_t n = ir_.instrs.size();
+  lane_affine_.assign(n, false);
+  auto uniform = [&](uint32_t v) { return uniform_[v] != nullptr; };
+  for (size_t k = 0; k < n; ++k) {
+    const IrInstr& in = ir_.instrs[k];
+    if (!is_integer(in.type))
+      continue;
+    switch (in.op) {
+      case IrOp::Index:
+        lane_affine_[k] = true;
+        break;
+      case IrOp::Add:
+        lane_affine_[k] =
+            (lane_affine_[in.a] && uniform(in.b)) || (uniform(in.a) && lane_affine_[in.b]);
+        break;
+      case IrOp::Sub:
+        lane_affine_[k] = lane_affine_[in.a] && uniform(in.b);
+        break;
+      case IrOp::Cast:  // truncating or same width: v[l] == v[0] + l modulo 2^bits stays
+        lane_affine_[k] = is_integer(ir_.instrs[in.a].type) &&
+                          size_of(ir_.instrs[in.a].type) >= size_of(in.type) && lane_affine_[in.a];
+        break;
       default:
         break;
     }
@@ -331,12 +470,8 @@ void KernelEmitter::emit_body(Value* i, Value* tail) {
 
 Value* KernelEmitter::emit_index(ScalarType t, Value* i) {
   Value* idx = splat(i);
-  if (w_ > 1) {
-    llvm::SmallVector<llvm::Constant*, 16> lanes;
-    for (unsigned l = 0; l < w_; ++l)
-      lanes.push_back(b_.getInt64(l));
-    idx = b_.CreateAdd(idx, llvm::ConstantVector::get(lanes));
-  }
+  if (w_ > 1)
+    idx = b_.CreateAdd(idx, lane_offsets());
   if (is_float(t))
     return b_.CreateUIToFP(idx, val_ty(t));
   return size_of(t) == 8 ? idx : b_.CreateTrunc(idx, val_ty(t));
@@ -422,6 +557,35 @@ Value* KernelEmitter::emit_instr(const IrInstr& in, Value* i, Value* tail) {
 }
 
 Value* KernelEmitter::emit_gather(const IrInstr& in, Value* tail) {
+  if (w_ > 1 && lane_affine_[in.b])
+    return to_reg(in.type, emit_stencil_load(in, tail));
+  if (w_ > 1)
+    return to_reg(in.type, emit_masked_gather(in, tail));
+  ScalarType t = in.type;
+  Value* idx = as_i64(in.b);
+  Value* in_range = b_.CreateICmpULT(idx, raw_[in.d]);
+  Value* want = and_mask(vals_[in.c], tail);
+  if (in.flags & kIrFlagReportRange)
+    emit_range_report(in, idx, in_range, want);
+  Value* ok = b_.CreateAnd(want, in_range);
+  Type* ty = mem_ty(t);
+  llvm::BasicBlock* from = b_.GetInsertBlock();
+  auto* load = new_block("gather");
+  auto* cont = new_block("gather_done");
+  b_.CreateCondBr(ok, load, cont);
+  b_.SetInsertPoint(load);
+  Value* v = b_.CreateAlignedLoad(ty, b_.CreateGEP(ty, ptr_[in.a], idx), align_of(t));
+  b_.CreateBr(cont);
+  b_.SetInsertPoint(cont);
+  llvm::PHINode* phi = b_.CreatePHI(ty, 2);
+  phi->addIncoming(llvm::Constant::getNullValue(ty), from);
+  phi->addIncoming(v, load);
+  return to_reg(t, phi);
+}
+
+// The vector gather in memory form (Bool as bytes): llvm.masked.gather of the lanes whose mask
+// is set and index in range, with the range report.
+Value* KernelEmitter::emit_masked_gather(const IrInstr& in, Value* tail) {
   ScalarType t = in.type;
   Value* idx = as_i64(in.b);
   Value* in_range = b_.CreateICmpULT(idx, splat(raw_[in.d]));
@@ -430,23 +594,60 @@ Value* KernelEmitter::emit_gather(const IrInstr& in, Value* tail) {
     emit_range_report(in, idx, in_range, want);
   Value* ok = b_.CreateAnd(want, in_range);
   Type* ty = vec(mem_ty(t));
+  Value* ptrs = b_.CreateGEP(mem_ty(t), ptr_[in.a], idx);
+  return b_.CreateMaskedGather(ty, ptrs, align_of(t), ok, llvm::Constant::getNullValue(ty));
+}
+
+// A gather whose index `v` is "lane index + uniform" (lane_affine_) has v[l] == v[0] + l
+// modulo 2^bits of its type. Its lanes then read consecutive elements from buf + v[0] widened
+// (sign-extended if signed) unless v[0] + l wraps in a narrower type: v[0] <= max - (w - 1)
+// rules that out. When besides all w elements lie in the source (v[0] < bound and
+// bound - v[0] >= w), one vector load reads them and the gather's mask selects (masked lanes
+// give 0; their elements, inside the source, are read and discarded): no lane is out of range,
+// so there is nothing to report either. Any other vector (a border, a wrapping index)
+// takes the masked gather, range report included. Either way nothing outside the source is
+// read and masked or out-of-range lanes give 0. Two scalar compares per vector decide.
+Value* KernelEmitter::emit_stencil_load(const IrInstr& in, Value* tail) {
+  ScalarType t = in.type;
+  ScalarType it = ir_.instrs[in.b].type;
+  Type* ty = vec(mem_ty(t));
   Value* zero = llvm::Constant::getNullValue(ty);
-  if (w_ > 1) {
-    Value* ptrs = b_.CreateGEP(mem_ty(t), ptr_[in.a], idx);
-    return to_reg(t, b_.CreateMaskedGather(ty, ptrs, align_of(t), ok, zero));
+  Value* bound = raw_[in.d];
+  Value* v0 = b_.CreateExtractElement(vals_[in.b], uint64_t{0});
+  Value* first = v0;
+  Value* no_wrap = b_.getTrue();
+  if (size_of(it) < 8) {
+    bool sgn = is_signed_int(it);
+    first = sgn ? b_.CreateSExt(v0, b_.getInt64Ty()) : b_.CreateZExt(v0, b_.getInt64Ty());
+    unsigned bits = static_cast<unsigned>(size_of(it) * 8);
+    llvm::APInt max = sgn ? llvm::APInt::getSignedMaxValue(bits) : llvm::APInt::getMaxValue(bits);
+    Value* last_start = llvm::ConstantInt::get(v0->getType(), max - (w_ - 1));
+    no_wrap = sgn ? b_.CreateICmpSLE(v0, last_start) : b_.CreateICmpULE(v0, last_start);
   }
-  llvm::BasicBlock* from = b_.GetInsertBlock();
-  auto* load = new_block("gather");
-  auto* cont = new_block("gather_done");
-  b_.CreateCondBr(ok, load, cont);
-  b_.SetInsertPoint(load);
-  Value* v = b_.CreateAlignedLoad(ty, b_.CreateGEP(mem_ty(t), ptr_[in.a], idx), align_of(t));
-  b_.CreateBr(cont);
-  b_.SetInsertPoint(cont);
+  Value* inside = b_.CreateAnd(b_.CreateICmpULT(first, bound),
+                               b_.CreateICmpUGE(b_.CreateSub(bound, first), b_.getInt64(w_)));
+  auto* contiguous = new_block("stencil_load");
+  auto* other = new_block("stencil_gather");
+  auto* done = new_block("stencil_done");
+  b_.CreateCondBr(b_.CreateAnd(no_wrap, inside), contiguous, other);
+  b_.SetInsertPoint(contiguous);
+  Value* want = and_mask(vals_[in.c], tail);
+  // An unmasked load (every lane is inside the source) and a select. The freeze (a no-op on a
+  // loaded value) keeps x86 codegen from folding the two into a masked load, which on AMD
+  // Zen 4 made the heat stencil (ff_bench_stencil) 2x slower.
+  Value* row = b_.CreateAlignedLoad(ty, b_.CreateGEP(mem_ty(t), ptr_[in.a], first), align_of(t));
+  row = b_.CreateSelect(want, b_.CreateFreeze(row), zero);
+  llvm::BasicBlock* from_row = b_.GetInsertBlock();
+  b_.CreateBr(done);
+  b_.SetInsertPoint(other);
+  Value* gathered = emit_masked_gather(in, tail);
+  llvm::BasicBlock* from_gather = b_.GetInsertBlock();
+  b_.CreateBr(done);
+  b_.SetInsertPoint(done);
   llvm::PHINode* phi = b_.CreatePHI(ty, 2);
-  phi->addIncoming(zero, from);
-  phi->addIncoming(v, load);
-  return to_reg(t, phi);
+  phi->addIncoming(row, from_row);
+  phi->addIncoming(gathered, from_gather);
+  return phi;
 }
 
 void KernelEmitter::emit_scatter(const IrInstr& in, Value* tail) {
@@ -629,6 +830,8 @@ Value* KernelEmitter::emit_binary(const IrInstr& in) {
     case IrOp::Mod: {
       if (fp)
         return b_.CreateFDiv(a, x);  // float Mod is rejected by validation
+      if (div_magic_[in.b].m)
+        return emit_uniform_div(in);
       // Never trap: a zero divisor becomes 1, and INT_MIN / -1 divides by 1 instead, which
       // gives the wrapped quotient INT_MIN and remainder 0.
       Type* ty = a->getType();
@@ -675,6 +878,21 @@ Value* KernelEmitter::emit_binary(const IrInstr& in) {
     default:
       return nullptr;
   }
+}
+
+// Unsigned 32-bit n / d or n % d by a uniform divisor with its magic numbers (see
+// hoist_division_magic): a 32x32->64 multiply, two shifts, an add and a subtract per vector
+// instead of one scalar division per lane, which is how x86 divides vectors.
+Value* KernelEmitter::emit_uniform_div(const IrInstr& in) {
+  const DivMagic& dm = div_magic_[in.b];
+  Value* n = vals_[in.a];
+  Type* wide = vec(b_.getInt64Ty());
+  Value* prod = b_.CreateMul(b_.CreateZExt(n, wide), dm.m);
+  Value* t = b_.CreateTrunc(b_.CreateLShr(prod, 32), n->getType());
+  Value* q = b_.CreateLShr(b_.CreateAdd(t, b_.CreateLShr(b_.CreateSub(n, t), dm.sh1)), dm.sh2);
+  if (in.op == IrOp::Div)
+    return q;
+  return b_.CreateSub(n, b_.CreateMul(q, dm.d));
 }
 
 Value* KernelEmitter::emit_compare(const IrInstr& in) {

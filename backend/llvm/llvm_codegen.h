@@ -16,6 +16,12 @@ class Module;
 
 namespace ff::llvm_backend {
 
+/// The generated code's revision: part of the on-disk kernel cache's key (with the library
+/// version, LLVM and the target), so bump it whenever a change to the code generator changes
+/// the machine code of some kernel; entries of other revisions are then never loaded.
+/// 2: gathers at "lane index + uniform" as vector loads, division by uniforms by multiply.
+inline constexpr int kCodegenRevision = 2;
+
 /// How the element loop is generated.
 enum class LoopStyle : uint8_t {
   /// Explicit `lanes`-wide vector loop without masks, then one masked vector iteration for the

@@ -249,9 +249,10 @@ std::unique_ptr<JitCode> LlvmJit::compile(const KernelIR& ir, Tier tier) {
 std::string LlvmJit::codegen_fingerprint() const {
   const Impl& im = *impl_;
   const CodegenTarget& t = im.target;
-  return std::string("llvm ") + LLVM_VERSION_STRING + "\ntriple " + t.triple + "\ncpu " + t.cpu +
-         "\nfeatures " + t.features + "\nlayout " + t.data_layout + "\nlanes " +
-         std::to_string(t.lanes) + "\nvector-math " +
+  return std::string("codegen-revision ") + std::to_string(kCodegenRevision) + "\nllvm " +
+         LLVM_VERSION_STRING + "\ntriple " + t.triple + "\ncpu " + t.cpu + "\nfeatures " +
+         t.features + "\nlayout " + t.data_layout + "\nlanes " + std::to_string(t.lanes) +
+         "\nvector-math " +
          (t.vector_math_isa ? std::string(1, t.vector_math_isa) : std::string("none")) + " " +
          std::to_string(t.vector_math_bits) + "\nloop-style " +
          std::to_string(static_cast<int>(im.options.loop_style)) + "\noptimized-level " +
