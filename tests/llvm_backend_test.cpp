@@ -1041,6 +1041,56 @@ TEST_CASE("every loop style computes the same results", "[llvm]") {
   }
 }
 
+TEST_CASE("interleaved vector iterations: every element once, at every size and begin", "[llvm]") {
+  using namespace ff::llvm_backend;
+  // A chain long enough to interleave (a fused kernel's shape): y = sqrt(y * 0.75 + x) ...
+  KernelBuilder k;
+  uint32_t px = k.param(ParamKind::BufferIn, ScalarType::Float32);
+  uint32_t po = k.param(ParamKind::BufferOut, ScalarType::Float32);
+  uint32_t x = k.load(px);
+  uint32_t i = k.emit(IrOp::Index, ScalarType::Float32);
+  uint32_t y = k.emit(IrOp::Add, ScalarType::Float32, x, i);
+  for (int r = 0; r < 12; ++r) {
+    y = k.emit(IrOp::Fma, ScalarType::Float32, y, k.literal(0.75f), x);
+    y = k.emit(IrOp::Sqrt, ScalarType::Float32, y);
+  }
+  k.store(po, y);
+  KernelIR ir = k.finish();
+  REQUIRE(interleave_factor(ir) > 1);
+
+  JitOptions opt;
+  LlvmJit jit(opt);
+  auto code = jit.compile(ir, Tier::Optimized);  // the tier that interleaves
+  auto quick = jit.compile(ir, Tier::Quick);     // which does not
+  const size_t n_max = 700;
+  std::vector<float> xs(n_max);
+  for (size_t e = 0; e < n_max; ++e)
+    xs[e] = float(e % 17) * 0.5f;
+  for (size_t begin : {size_t(0), size_t(1), size_t(5)}) {
+    for (size_t n = begin; n < n_max; n += (n < 200 ? 1 : 37)) {
+      INFO("begin " << begin << ", end " << n);
+      std::vector<float> out(n_max, -1.f), want(n_max, -1.f);
+      uint64_t args[2] = {bits_of(xs.data()), bits_of(out.data())};
+      code->entry()(begin, n, args);
+      uint64_t want_args[2] = {bits_of(xs.data()), bits_of(want.data())};
+      quick->entry()(begin, n, want_args);
+      size_t bad = 0;
+      for (size_t e = 0; e < n_max; ++e)
+        bad += std::bit_cast<uint32_t>(out[e]) != std::bit_cast<uint32_t>(want[e]);
+      REQUIRE(bad == 0);  // bitwise equal inside [begin, n), untouched outside
+      if (n > begin)
+        CHECK(out[n - 1] != -1.f);
+    }
+  }
+  // Scatters keep their element order: no interleaving for them.
+  KernelBuilder s;
+  uint32_t pt = s.param(ParamKind::BufferInOut, ScalarType::Int32);
+  uint32_t pn = s.param(ParamKind::Scalar, ScalarType::UInt64);
+  s.emit(IrOp::Scatter, ScalarType::Int32, pt, s.emit(IrOp::Index, ScalarType::UInt32),
+         s.literal<Bool8>(1), s.emit(IrOp::Index, ScalarType::Int32), pn);
+  CHECK(interleave_factor(s.finish()) == 1);
+}
+
 TEST_CASE("hot kernels are re-compiled optimised and keep computing the same", "[llvm]") {
   llvm_backend::LlvmTuning tuning;
   tuning.tier_up_work = 100000;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,27 @@ class LlvmBackend final : public Backend {
     return plan_launch(kernel.work_per_elem(), size, pool_.n_threads(), tuning_);
   }
 
+  /// Whether a split launch of `work` units wakes sleeping workers. One large launch pays
+  /// for a wake by itself (plan.wake); smaller split launches that found the workers asleep
+  /// add up, and once they amount to wake_min_work within a millisecond (a replay loop of a
+  /// fused kernel), the next one wakes them: they then spin between launches and join each.
+  bool should_wake(const LaunchPlan& p, uint64_t work) {
+    if (p.wake)
+      return true;
+    int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now().time_since_epoch())
+                      .count();
+    int64_t since = now - unwoken_since_ns_.load(std::memory_order_relaxed);
+    if (since > 1'000'000) {
+      unwoken_since_ns_.store(now, std::memory_order_relaxed);
+      unwoken_work_.store(0, std::memory_order_relaxed);
+    }
+    if (unwoken_work_.fetch_add(work, std::memory_order_relaxed) + work < tuning_.wake_min_work)
+      return false;
+    unwoken_work_.store(0, std::memory_order_relaxed);
+    return true;
+  }
+
   void reduce(ReduceOp op, ScalarType type, const void* in, size_t count, void* out) override {
     if (!out || (count && !in))
       throw BackendError("llvm backend: reduce with a null pointer");
@@ -134,6 +156,8 @@ class LlvmBackend final : public Backend {
   KernelCache kernels_;  // after pool_: its threads stop before the pool's
   LlvmTuning tuning_;    // the launch-plan thresholds
   std::atomic<uint64_t> launches_{0}, reductions_{0}, allocs_{0}, copies_{0}, host_reads_{0};
+  std::atomic<uint64_t> unwoken_work_{0};     // split work run without waking (should_wake)
+  std::atomic<int64_t> unwoken_since_ns_{0};  // when unwoken_work_ started adding up
 };
 
 BackendStats LlvmBackend::stats() const {
@@ -190,7 +214,7 @@ void LlvmBackend::launch(const KernelHandle& kernel, size_t size, SizeProv,
           uint64_t begin = b * x.block;
           x.fn(begin, std::min<uint64_t>(begin + x.block, x.size), x.args);
         },
-        &ctx, p.wake);
+        &ctx, should_wake(p, k->work_per_elem() * size));
   }
   kernels_.note_launch(kernel, *k, size);
 }

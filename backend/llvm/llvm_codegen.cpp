@@ -24,14 +24,15 @@ namespace Intr = llvm::Intrinsic;
 class KernelEmitter {
  public:
   KernelEmitter(const KernelIR& ir, const CodegenTarget& target, LoopStyle style,
-                llvm::Module& module)
+                llvm::Module& module, unsigned interleave)
       : ir_(ir),
         target_(target),
         style_(style),
         ctx_(module.getContext()),
         module_(module),
         b_(ctx_),
-        w_(style == LoopStyle::Scalar ? 1 : target.lanes) {}
+        w_(style == LoopStyle::Scalar ? 1 : target.lanes),
+        interleave_(style == LoopStyle::VectorSplitTail ? interleave : 1) {}
 
   void emit(const std::string& name);
 
@@ -87,6 +88,7 @@ class KernelEmitter {
   void hoist_division_magic(uint32_t divisor);
   void find_stencil_indices();
   void emit_body(Value* i, Value* tail);
+  void emit_interleaved_body(Value* i);
   Value* emit_instr(const IrInstr& in, Value* i, Value* tail);
   Value* emit_index(ScalarType t, Value* i);
   Value* emit_gather(const IrInstr& in, Value* tail);
@@ -120,6 +122,7 @@ class KernelEmitter {
   std::vector<Value*> ptr_;      // per buffer parameter: the pointer
   std::vector<Value*> uniform_;  // per instruction: a value computed once before the loop
   std::vector<Value*> vals_;     // per instruction: its value in the body being emitted
+  unsigned interleave_;          // vector iterations per iteration of the interleaved loop
 
   // Unsigned 32-bit division by a uniform, non-constant divisor `d` (docs/kernel-ir.md):
   // n / d == (t + ((n - t) >> sh1)) >> sh2 with t = mulhi(n, m), per divisor instruction,
@@ -257,11 +260,34 @@ void KernelEmitter::emit(const std::string& name) {
     auto* loop = new_block("vloop");
     auto* tail_check = new_block("tail_check");
     auto* tail = new_block("tail");
-    b_.CreateCondBr(b_.CreateICmpUGE(b_.CreateSub(end_, begin), w), loop, tail_check);
+    llvm::BasicBlock* into_vloop = pre;
+    Value* vbegin = begin;
+    if (interleave_ > 1) {
+      // Whole groups of `interleave_` vectors first, then single vectors, then the tail.
+      auto* uloop = new_block("uloop");
+      auto* vcheck = new_block("vloop_check");
+      Value* uw = b_.getInt64(uint64_t{w_} * interleave_);
+      b_.CreateCondBr(b_.CreateICmpUGE(b_.CreateSub(end_, begin), uw), uloop, vcheck);
+      b_.SetInsertPoint(uloop);
+      llvm::PHINode* u = b_.CreatePHI(b_.getInt64Ty(), 2, "u");
+      u->addIncoming(begin, pre);
+      emit_interleaved_body(u);
+      Value* unext = b_.CreateNUWAdd(u, uw);
+      llvm::BasicBlock* ulatch = b_.GetInsertBlock();
+      b_.CreateCondBr(b_.CreateICmpUGE(b_.CreateSub(end_, unext), uw), uloop, vcheck);
+      u->addIncoming(unext, ulatch);
+      b_.SetInsertPoint(vcheck);
+      llvm::PHINode* v = b_.CreatePHI(b_.getInt64Ty(), 2, "v");
+      v->addIncoming(begin, pre);
+      v->addIncoming(unext, ulatch);
+      into_vloop = vcheck;
+      vbegin = v;
+    }
+    b_.CreateCondBr(b_.CreateICmpUGE(b_.CreateSub(end_, vbegin), w), loop, tail_check);
 
     b_.SetInsertPoint(loop);
     llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2, "i");
-    i->addIncoming(begin, pre);
+    i->addIncoming(vbegin, into_vloop);
     emit_body(i, nullptr);
     Value* next = b_.CreateNUWAdd(i, w);
     llvm::BasicBlock* latch = b_.GetInsertBlock();
@@ -270,7 +296,7 @@ void KernelEmitter::emit(const std::string& name) {
 
     b_.SetInsertPoint(tail_check);
     llvm::PHINode* it = b_.CreatePHI(b_.getInt64Ty(), 2, "it");
-    it->addIncoming(begin, pre);
+    it->addIncoming(vbegin, into_vloop);
     it->addIncoming(next, latch);
     b_.CreateCondBr(b_.CreateICmpULT(it, end_), tail, exit);
 
@@ -466,6 +492,23 @@ void KernelEmitter::emit_body(Value* i, Value* tail) {
   vals_.assign(ir_.instrs.size(), nullptr);
   for (size_t k = 0; k < ir_.instrs.size(); ++k)
     vals_[k] = uniform_[k] ? uniform_[k] : emit_instr(ir_.instrs[k], i, tail);
+}
+
+// `interleave_` copies of the body for the vectors at i, i + w, ...: instruction k of every
+// copy before instruction k + 1 of any, so the copies' dependence chains overlap.
+void KernelEmitter::emit_interleaved_body(Value* i) {
+  size_t n = ir_.instrs.size();
+  std::vector<std::vector<Value*>> copies(interleave_, std::vector<Value*>(n, nullptr));
+  std::vector<Value*> starts(interleave_);
+  for (unsigned c = 0; c < interleave_; ++c)
+    starts[c] = c == 0 ? i : b_.CreateNUWAdd(i, b_.getInt64(uint64_t{c} * w_));
+  for (size_t k = 0; k < n; ++k) {
+    for (unsigned c = 0; c < interleave_; ++c) {
+      std::swap(vals_, copies[c]);
+      vals_[k] = uniform_[k] ? uniform_[k] : emit_instr(ir_.instrs[k], starts[c], nullptr);
+      std::swap(vals_, copies[c]);
+    }
+  }
 }
 
 Value* KernelEmitter::emit_index(ScalarType t, Value* i) {
@@ -943,13 +986,21 @@ Value* KernelEmitter::emit_cast(ScalarType from, ScalarType to, Value* v) {
 
 }  // namespace
 
+unsigned interleave_factor(const KernelIR& ir) {
+  for (const IrInstr& in : ir.instrs)
+    if (in.op == IrOp::Gather || in.op == IrOp::Scatter || in.op == IrOp::ScatterAdd)
+      return 1;  // memory-bound or ordered: nothing to gain, or an order to keep
+  size_t n = ir.instrs.size();
+  return n <= 512 ? 8 : n <= 1024 ? 4 : n <= 2048 ? 2 : 1;
+}
+
 std::unique_ptr<llvm::Module> emit_kernel(const KernelIR& ir, const std::string& name,
                                           const CodegenTarget& target, LoopStyle style,
-                                          llvm::LLVMContext& ctx) {
+                                          llvm::LLVMContext& ctx, bool interleave) {
   auto module = std::make_unique<llvm::Module>(name, ctx);
   module->setTargetTriple(target.triple);
   module->setDataLayout(target.data_layout);
-  KernelEmitter(ir, target, style, *module).emit(name);
+  KernelEmitter(ir, target, style, *module, interleave ? interleave_factor(ir) : 1).emit(name);
   return module;
 }
 

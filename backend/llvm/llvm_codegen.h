@@ -20,7 +20,8 @@ namespace ff::llvm_backend {
 /// version, LLVM and the target), so bump it whenever a change to the code generator changes
 /// the machine code of some kernel; entries of other revisions are then never loaded.
 /// 2: gathers at "lane index + uniform" as vector loads, division by uniforms by multiply.
-inline constexpr int kCodegenRevision = 2;
+/// 3: interleaved vector iterations at the optimised tier.
+inline constexpr int kCodegenRevision = 3;
 
 /// How the element loop is generated.
 enum class LoopStyle : uint8_t {
@@ -49,10 +50,18 @@ struct CodegenTarget {
   unsigned vector_math_bits = 0;
 };
 
-/// Builds a module in `ctx` defining the kernel `name` for `ir` (which must be valid).
+/// Vector iterations the VectorSplitTail loop interleaves for `ir` when interleaving is on:
+/// independent copies of the body, instruction by instruction, so a long chain of dependent
+/// operations (a fused kernel) keeps several elements' chains in flight instead of waiting
+/// on each result's latency. 1 for kernels with scatters (their writes to one index keep the
+/// element order) and for huge kernels (compile time).
+unsigned interleave_factor(const KernelIR& ir);
+
+/// Builds a module in `ctx` defining the kernel `name` for `ir` (which must be valid), with
+/// interleave_factor(ir) vector iterations interleaved when `interleave` (the optimised tier).
 /// Throws ff::BackendError if the generated IR fails LLVM's verifier (a codegen bug).
 std::unique_ptr<llvm::Module> emit_kernel(const KernelIR& ir, const std::string& name,
                                           const CodegenTarget& target, LoopStyle style,
-                                          llvm::LLVMContext& ctx);
+                                          llvm::LLVMContext& ctx, bool interleave = false);
 
 }  // namespace ff::llvm_backend

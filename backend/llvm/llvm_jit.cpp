@@ -190,7 +190,8 @@ std::string LlvmJit::emit_object(const KernelIR& ir, Tier tier, const std::strin
   llvm::LLVMContext ctx;
   std::string error;
   ctx.setDiagnosticHandlerCallBack(on_diagnostic, &error);
-  auto module = emit_kernel(ir, symbol, im.target, im.options.loop_style, ctx);
+  auto module =
+      emit_kernel(ir, symbol, im.target, im.options.loop_style, ctx, tier == Tier::Optimized);
   if (!im.options.passes.empty())
     run_passes(*module, *cg.tm, im.options.passes);
   llvm::orc::SimpleCompiler compiler(*cg.tm);

@@ -28,12 +28,13 @@ struct LlvmTuning {
   /// elements launched. Launches with less work than this run on the calling thread. 0: split
   /// whenever there are two blocks of kBlockAlign elements; UINT64_MAX: never split. Measured
   /// crossover and the choice: docs/llvm-backend-parallel.md.
-  uint64_t parallel_min_work = 196608;
+  uint64_t parallel_min_work = uint64_t{1} << 19;
   /// A split launch has one block per thread, and more (up to kBlocksPerThread per thread, for
   /// balance) only as far as each block holds at least this much work.
   uint64_t block_min_work = uint64_t{1} << 19;
-  /// Sleeping pool workers are woken only for launches with at least this much work (waking
-  /// takes ~50 us; workers that still spin after the previous launch always join).
+  /// Sleeping pool workers are woken for a launch with at least this much work, or once split
+  /// launches that ran without them add up to it within a millisecond (waking takes ~50 us;
+  /// workers that still spin after the previous launch always join).
   uint64_t wake_min_work = uint64_t{1} << 22;
 };
 
