@@ -79,9 +79,14 @@ class KernelCache {
   /// Waits for the warm-up and a tier-up compile in progress, then refuses further tier-ups.
   void stop_background_work() noexcept;
 
-  /// Counts a launch of `size` elements; may queue the kernel for optimisation.
+  /// Counts a launch of `size` elements; may queue the kernel for optimisation. A kernel that
+  /// costs more per element than kTierUpWorkPerElem counts its elements that many times over,
+  /// so a long (fused) kernel is optimised after as much time spent in it, not as many
+  /// elements, as a short one.
   void note_launch(const KernelHandle& handle, const LlvmKernel& kernel, uint64_t size) {
-    if (tiered_ && kernel.add_work(size < kMinLaunchWork ? kMinLaunchWork : size, tier_up_work_))
+    uint64_t elems = size < kMinLaunchWork ? kMinLaunchWork : size;
+    uint64_t scale = kernel.work_per_elem() / kTierUpWorkPerElem;
+    if (tiered_ && kernel.add_work(elems * (scale ? scale : 1), tier_up_work_))
       request_tier_up(handle);
   }
 

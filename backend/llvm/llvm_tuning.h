@@ -40,6 +40,9 @@ struct LlvmTuning {
 
 /// Each launch counts at least this much work towards tier_up_work.
 inline constexpr uint64_t kMinLaunchWork = 256;
+/// A kernel whose work per element (launch_plan.h units) is k times this counts each element
+/// k times towards tier_up_work: a typical traced kernel (~10 ops) counts 1.
+inline constexpr uint64_t kTierUpWorkPerElem = 32;
 
 /// The "llvm" backend with explicit tuning. Throws ff::BackendError like create_llvm_backend.
 std::unique_ptr<Backend> create_llvm_backend(const BackendOptions& options,
