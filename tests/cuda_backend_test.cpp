@@ -26,7 +26,13 @@ using ffcuda::large_size;
 using ffcuda::make_cuda_backend;
 using ffcuda::require_cuda;
 
+#include "support/host_values.h"
+
 namespace {
+
+using ff_test::Bool8;
+using ff_test::copy_kernel;
+using ff_test::type_of;
 
 // Wrapping integer arithmetic (in the unsigned type: no signed overflow in the reference).
 template <class T>
@@ -45,16 +51,6 @@ T wrap_mul(T a, T b) {
                           static_cast<std::make_unsigned_t<T>>(b));
   else
     return T(a * b);
-}
-
-using Bool8 = uint8_t;
-
-template <class T>
-constexpr ScalarType type_of() {
-  if constexpr (std::is_same_v<T, Bool8>)
-    return ScalarType::Bool;
-  else
-    return scalar_type_of<T>;
 }
 
 struct Env {
@@ -87,14 +83,6 @@ struct Env {
     return v;
   }
 };
-
-KernelIR copy_kernel(ScalarType t) {
-  KernelIR ir;
-  ir.params = {{ParamKind::BufferIn, t}, {ParamKind::BufferOut, t}};
-  ir.emit(IrOp::Store, t, {1, ir.emit(IrOp::Load, t, {0})});
-  ir.finalize();
-  return ir;
-}
 
 KernelIR index_plus(int32_t c) {
   KernelIR ir;

@@ -37,19 +37,15 @@
 #endif
 #include "support/child.h"
 #include "support/errors.h"
+#include "support/host_values.h"
 
 namespace {
 
-using namespace ff;
-using Bool8 = uint8_t;  // how Bool arrays look on the host
+using ff_test::bits_of;
+using ff_test::Bool8;
+using ff_test::type_of;
 
-template <class T>
-constexpr ScalarType type_of() {
-  if constexpr (std::is_same_v<T, Bool8>)
-    return ScalarType::Bool;
-  else
-    return scalar_type_of<T>;
-}
+using namespace ff;
 
 // Calls f.template operator()<T>() for every element type.
 template <class F>
@@ -79,13 +75,6 @@ void for_each_int_type(F&& f) {
   f.template operator()<uint32_t>();
   f.template operator()<int64_t>();
   f.template operator()<uint64_t>();
-}
-
-template <class T>
-uint64_t bits_of(T v) {
-  uint64_t b = 0;
-  std::memcpy(&b, &v, sizeof(T));
-  return b;
 }
 
 // Equal values, NaN equal to NaN.

@@ -10,23 +10,17 @@
 #include "backend/llvm/launch_plan.h"
 #include "backend/llvm/llvm_backend.h"
 #include "backend/llvm/llvm_tuning.h"
+#include "support/host_values.h"
 
 namespace {
+
+using ff_test::copy_kernel;
 
 using namespace ff;
 using namespace ff::llvm_backend;
 
 constexpr ScalarType F32 = ScalarType::Float32, F64 = ScalarType::Float64, I32 = ScalarType::Int32,
                      U32 = ScalarType::UInt32;
-
-// out[i] = in[i].
-KernelIR copy_kernel(ScalarType t) {
-  KernelIR ir;
-  ir.params = {{ParamKind::BufferIn, t}, {ParamKind::BufferOut, t}};
-  ir.emit(IrOp::Store, t, {1, ir.emit(IrOp::Load, t, {0})});
-  ir.finalize();
-  return ir;
-}
 
 // out[i] = in[i] + 1.
 KernelIR add_kernel() {

@@ -20,27 +20,16 @@
 #include <vector>
 
 #include "backend/llvm/llvm_jit.h"
+#include "support/host_values.h"
 
 namespace {
 
+using ff_test::bits_of;
+using ff_test::Bool8;
+using ff_test::type_of;
+
 using namespace ff;
 using namespace ff::llvm_backend;
-using Bool8 = uint8_t;
-
-template <class T>
-constexpr ScalarType type_of() {
-  if constexpr (std::is_same_v<T, Bool8>)
-    return ScalarType::Bool;
-  else
-    return scalar_type_of<T>;
-}
-
-template <class T>
-uint64_t bits_of(T v) {
-  uint64_t b = 0;
-  std::memcpy(&b, &v, sizeof(T));
-  return b;
-}
 
 struct Builder {
   KernelIR ir;
