@@ -204,7 +204,7 @@ Counts count(const Drafts& ops) {
   c.ops = static_cast<uint32_t>(ops.size());
   for (const Draft& dr : ops) {
     c.launches += dr.op.code == OpCode::Launch;
-    c.allocs += dr.op.code == OpCode::Alloc;
+    c.allocs += dr.op.code == OpCode::Alloc && dr.op.src == kNone;  // fresh allocations
   }
   return c;
 }
@@ -563,6 +563,52 @@ Drafts tighten_lifetimes(const RecordingData& d, Drafts ops, const std::vector<u
   return out;
 }
 
+// --- buffer reuse ----------------------------------------------------------------------------
+
+/// Hands the buffer of a slot released before an allocation to that allocation (Alloc with
+/// `src`: docs/optimizer.md), in place of the release and a fresh allocation, where both have
+/// the same size expression and element size (so the same bytes at every replay; the replayer
+/// checks and falls back to a fresh allocation all the same) and no fresh allocation lies
+/// between them (so no point of the replay holds more than before). Slots whose size an
+/// expression reads keep their own buffers, and an output's buffer goes to the caller.
+Drafts reuse_buffers(const RecordingData& d, Drafts ops, const std::vector<uint8_t>& pinned) {
+  std::vector<uint8_t> is_output(d.slots.size(), 0);
+  for (const RecordingData::Output& o : d.outputs)
+    is_output[o.slot] = 1;
+  auto movable = [&](uint32_t s) {
+    const Slot& sl = d.slots[s];
+    return sl.origin == SlotOrigin::Alloc && !pinned[s] && !is_output[s] && sl.size_expr != kNone;
+  };
+  std::vector<uint8_t> dropped(ops.size(), 0);
+  std::vector<size_t> released;  // releases of movable slots since the last fresh allocation
+  for (size_t i = 0; i < ops.size(); ++i) {
+    Op& op = ops[i].op;
+    if (op.code == OpCode::Release && movable(op.dst)) {
+      released.push_back(i);
+    } else if (op.code == OpCode::Alloc) {
+      const Slot& ts = d.slots[op.dst];
+      auto donor = std::find_if(released.begin(), released.end(), [&](size_t r) {
+        const Slot& ds = d.slots[ops[r].op.dst];
+        return !pinned[op.dst] && size_of(ds.type) == size_of(ts.type) &&
+               same_expr(d, ds.size_expr, ts.size_expr);
+      });
+      if (donor == released.end()) {
+        released.clear();  // a fresh allocation: earlier releases must stay before it
+        continue;
+      }
+      op.src = ops[*donor].op.dst;
+      dropped[*donor] = 1;
+      released.erase(donor);
+    }
+  }
+  Drafts out;
+  out.reserve(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (!dropped[i])
+      out.push_back(std::move(ops[i]));
+  return out;
+}
+
 // --- writing the tables back -----------------------------------------------------------------
 
 /// Rebuilds `d`'s ops, arguments, accesses, kernels and slots from the drafts; slots no op
@@ -719,6 +765,8 @@ void optimize(RecordingData& d, const OptimizeOptions& options) {
     run("dead-ops", [&](Drafts x) { return remove_dead(out, std::move(x), pinned); });
   if (options.tighten_lifetimes)
     run("lifetimes", [&](Drafts x) { return tighten_lifetimes(out, std::move(x), pinned); });
+  if (options.reuse_buffers)
+    run("reuse-buffers", [&](Drafts x) { return reuse_buffers(out, std::move(x), pinned); });
   assemble(out, ops);
   try {
     out.validate();

@@ -11,6 +11,7 @@ struct OptimizeOptions {
   bool fuse_launches = true;
   bool remove_dead_ops = true;
   bool tighten_lifetimes = true;
+  bool reuse_buffers = true;
   /// A fused kernel grows no larger than this (instructions), so one replay never compiles a
   /// huge kernel for a long chain; the chain is split there.
   size_t max_fused_instrs = 2048;

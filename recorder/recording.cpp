@@ -239,6 +239,12 @@ class RecordingValidator {
             d_.slots[op.dst].type)  // the replay allocates op.type, outputs read slot types
           fail(where + " allocates " + to_string(op.type) + " elements for a slot of " +
                to_string(d_.slots[op.dst].type));
+        if (op.src != kNone) {  // takes over another allocation's buffer
+          check_slot(op.src, where);
+          if (op.src == op.dst || d_.slots[op.src].origin != SlotOrigin::Alloc)
+            fail(where + " takes over the buffer of slot " + std::to_string(op.src) +
+                 ", which is not another allocation");
+        }
         break;
       case OpCode::Release:
         check_slot(op.dst, where);
@@ -321,6 +327,12 @@ class RecordingValidator {
       const Op& op = d_.ops[i];
       std::string where = op_name(i, op);
       if (op.code == OpCode::Alloc) {
+        if (op.src != kNone) {  // the donor ends here
+          if (state[op.src] == kDead || state[op.src] == kReleased)
+            fail(where + " takes over the buffer of slot " + std::to_string(op.src) +
+                 ", which is not live");
+          state[op.src] = kReleased;
+        }
         state[op.dst] = kLive;
         continue;
       }

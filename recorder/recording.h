@@ -43,7 +43,8 @@ struct ExprNode {
 
 /// Operation codes. Persisted: never renumber, only append.
 enum class OpCode : uint8_t {
-  Alloc = 0,      // slot, size (count)
+  Alloc = 0,      // slot, size (count); src (since format 1.2): a live slot whose buffer this
+                  // slot takes over (that slot ends here; a fresh buffer if it is too small)
   Release = 1,    // slot
   Copy = 2,       // dst slot+offset, src slot+offset (or constant), size (bytes), sub = CopyKind
   Fill = 3,       // slot, size (count), elem_size, value

@@ -267,6 +267,23 @@ std::vector<ReplayOutput> Run::execute(std::span<const ReplayInput> inputs) {
       case OpCode::Alloc: {
         uint64_t n = eval(p.size, "alloc");
         uint64_t capacity = bytes_of(n, size_of(op.type), i);
+        if (op.src != rec::kNone && s_.live[op.src]) {
+          // The optimiser handed this slot the buffer of one that ends here (reuse-buffers).
+          // Nested in a recording, the outer recorder is shown a release and an allocation.
+          if (s_.capacity[op.src] == capacity && !options_.provenance && !batch_) {
+            s_.ptr[op.dst] = s_.ptr[op.src];
+            s_.live[op.src] = 0;
+            s_.size[op.dst] = n;
+            s_.capacity[op.dst] = capacity;
+            s_.live[op.dst] = 1;
+            break;
+          }
+          if (batch_)
+            batched(CommandKind::Release).dst = s_.ptr[op.src];  // after the work before it
+          else
+            backend_.release(s_.ptr[op.src]);
+          s_.live[op.src] = 0;
+        }
         void* ptr = backend_.alloc(op.type, n, prov_of(op.size_expr, s_.prov));
         s_.ptr[op.dst] = ptr;
         s_.size[op.dst] = n;

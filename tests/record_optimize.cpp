@@ -196,6 +196,53 @@ TEST_CASE("optimiser: a compress between launches keeps them apart and stays liv
   CHECK(compresses == 1);
 }
 
+TEST_CASE("optimiser: a released buffer is handed to the next allocation of its size",
+          "[record][optimize]") {
+  // Gathers at reversed indices keep every launch apart, so each eval allocates a buffer.
+  auto fn = [](const Float& x) {
+    UInt32 i = ff::arange<UInt32>(ff::width(x));
+    UInt32 rev = ff::max_reduce(i) - i;
+    Float y = x;
+    for (int k = 0; k < 5; ++k) {
+      y = ff::gather<Float>(y, rev) * 2.f + 1.f;
+      ff::eval(y);
+    }
+    return Inputs{y};
+  };
+  both_ways(fn, 1000, kSizes);
+  Float x0 = seeded(1000);
+  ff::Recording opt = ff::record({x0}, [&] { return fn(x0); });
+  ff::Recording plain = ff::record(
+      {x0}, [&] { return fn(x0); }, ff::RecordOptions{false});
+  size_t taken_over = 0;
+  for (const ff::rec::Op& op : data(opt).ops)
+    taken_over += op.code == ff::rec::OpCode::Alloc && op.src != ff::rec::kNone;
+  CHECK(taken_over >= 2);
+  for (size_t n : {1000, 1, 2, 13, 4099}) {
+    INFO("size " << n);
+    Float x = seeded(n);
+    auto count = [&](const ff::Recording& r, uint64_t& allocs, uint64_t& peak) {
+      ff::sync();
+      ff::reset_peak_memory();
+      ff::Stats s0 = ff::stats();
+      std::vector<float> out = r.replay({x})[0].as<Float>().to_vector();
+      ff::Stats s1 = ff::stats();
+      allocs = s1.allocs - s0.allocs;
+      peak = s1.peak_bytes;
+      return out;
+    };
+    uint64_t allocs_opt = 0, allocs_plain = 0, peak_opt = 0, peak_plain = 0;
+    std::vector<float> b = count(plain, allocs_plain, peak_plain);
+    std::vector<float> a = count(opt, allocs_opt, peak_opt);
+    CHECK(a == b);
+    CHECK(allocs_opt + taken_over <= allocs_plain);
+    CHECK(peak_opt <= peak_plain);
+  }
+  // The listing names the slot whose buffer an allocation takes over.
+  CHECK(opt.to_string().find(" src=s") != std::string::npos);
+  CHECK(opt.to_string().find("pass reuse-buffers:") != std::string::npos);
+}
+
 TEST_CASE("optimiser: work whose results reach nothing is removed", "[record][optimize]") {
   auto fn = [](const Float& x) {
     Float unused = ff::exp(x) * 3.f;  // evaluated, never returned

@@ -17,6 +17,10 @@ MemoryFigures memory_figures(const rec::RecordingData& d) {
   uint64_t now = 0;
   for (const rec::Op& op : d.ops) {
     if (op.code == rec::OpCode::Alloc) {
+      if (op.src != rec::kNone && op.src < live.size()) {  // takes over (ends) that buffer
+        now -= std::min(now, live[op.src]);
+        live[op.src] = 0;
+      }
       uint64_t n = 0;
       try {
         n = rec::evaluate(d, op.size_expr, sizes, "alloc");
@@ -52,6 +56,8 @@ std::vector<std::string> op_slots(const rec::RecordingData& d, const rec::Op& op
   std::vector<std::string> out;
   if (op.code == rec::OpCode::Alloc || op.code == rec::OpCode::Release) {
     out.push_back("s" + std::to_string(op.dst) + (op.code == rec::OpCode::Alloc ? " new" : " end"));
+    if (op.code == rec::OpCode::Alloc && op.src != rec::kNone)
+      out.push_back("s" + std::to_string(op.src) + " end (its buffer)");
     return out;
   }
   std::vector<rec::SlotUse> uses;
