@@ -350,8 +350,10 @@ class Fuser {
     };
     std::vector<uint32_t> removed;
     auto consider = [&](const LaunchArg& a) {
+      if (!a.is_buffer)
+        return;
       const Slot& sl = d_.slots[a.slot];
-      if (a.is_buffer && !in_fused(a.slot) && sl.origin == SlotOrigin::Alloc && !kept_[a.slot] &&
+      if (!in_fused(a.slot) && sl.origin == SlotOrigin::Alloc && !kept_[a.slot] &&
           !pinned_[a.slot] && last_read_[a.slot] <= at + 1 && first_use_[a.slot] >= head_first_ &&
           std::find(removed.begin(), removed.end(), a.slot) == removed.end())
         removed.push_back(a.slot);
