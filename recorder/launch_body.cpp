@@ -11,42 +11,16 @@ bool has_range_report(const IrInstr& in) {
 }
 
 /// Calls `value(uint32_t&)` for every operand naming an earlier instruction and
-/// `param(uint32_t&)` for every operand naming a parameter (docs/kernel-ir.md lists which is
-/// which per opcode).
+/// `param(uint32_t&)` for every operand naming a parameter, as operand_roles() says.
 template <class V, class P>
 void for_operands(IrInstr& in, V&& value, P&& param) {
-  switch (in.op) {
-    case IrOp::Index:
-    case IrOp::Literal:
-      return;
-    case IrOp::Scalar:
-    case IrOp::Load:
-    case IrOp::LoadBroadcast:
-      param(in.a);
-      return;
-    case IrOp::Store:
-      param(in.a);
-      value(in.b);
-      return;
-    case IrOp::Gather:
-      param(in.a);
-      value(in.b);
-      value(in.c);
-      param(in.d);
-      break;
-    case IrOp::Scatter:
-    case IrOp::ScatterAdd:
-      param(in.a);
-      value(in.b);
-      value(in.c);
-      value(in.d);
-      param(in.e);
-      break;
-    default:
-      for (uint32_t* v : {&in.a, &in.b, &in.c, &in.d, &in.e})
-        if (*v != kNoOperand)
-          value(*v);
-      return;
+  OperandRoles roles = operand_roles(in.op);
+  uint32_t* fields[] = {&in.a, &in.b, &in.c, &in.d, &in.e};
+  for (int f = 0; f < 5; ++f) {
+    if (roles.values & (1u << f))
+      value(*fields[f]);
+    else if (roles.params & (1u << f))
+      param(*fields[f]);
   }
   if (has_range_report(in)) {
     uint32_t p = static_cast<uint32_t>(in.imm);

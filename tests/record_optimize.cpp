@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "frontend/recording_state.h"
+#include "recorder/launch_body.h"
 #include "recorder/recording.h"
 
 using ff::AnyArray;
@@ -345,4 +346,47 @@ TEST_CASE("optimiser: frozen functions fuse too, and FreezeOptions::optimize tur
     CHECK(s2.launches - s1.launches == 2u);
     CHECK(a.to_vector() == b.to_vector());
   }
+}
+
+TEST_CASE("optimiser: kernel rewrites read only the operand fields an opcode uses",
+          "[record][optimize]") {
+  // Valid IR may hold anything in the fields its opcodes do not use (a loaded file's kernels,
+  // replayed inside ff::record, reach the optimiser): fusion and dead-work removal must not
+  // read them.
+  using ff::IrOp;
+  using ff::ParamKind;
+  using ff::rec::LaunchArg;
+  constexpr auto F32 = ff::ScalarType::Float32;
+  ff::KernelIR ir;
+  ir.params = {{ParamKind::BufferIn, F32}, {ParamKind::BufferOut, F32}};
+  uint32_t x = ir.emit(IrOp::Load, F32, {0});
+  uint32_t y = ir.emit(IrOp::Sqrt, F32, {x});
+  ir.instrs[y].b = 12345;  // unused by sqrt
+  ir.instrs[y].e = 99999;
+  ir.emit(IrOp::Store, F32, {1, y});
+  ir.instrs.back().c = 777;  // unused by store
+  ir.finalize();
+  REQUIRE_NOTHROW(ir.validate());
+
+  auto buffer = [](uint32_t slot) {
+    LaunchArg a;
+    a.is_buffer = true;
+    a.slot = slot;
+    return a;
+  };
+  // s0 -> s1, then s1 -> s2: the second launch's load of s1 becomes the first one's value.
+  ff::rec::LaunchBody body{ir, {buffer(0), buffer(1)}};
+  std::vector<LaunchArg> second = {buffer(1), buffer(2)};
+  ff::rec::append_launch(body, ir, second);
+  CHECK(ff::rec::remove_dead_work(body, [](uint32_t) { return true; }));
+  body.ir.finalize();
+  REQUIRE_NOTHROW(body.ir.validate());
+  CHECK(body.ir.params.size() == 3);
+  CHECK(body.ir.instrs.size() == 5);  // load, sqrt, store s1, sqrt, store s2
+  // Without the intermediate's store: load, sqrt, sqrt, store s2.
+  CHECK(ff::rec::remove_dead_work(body, [&](uint32_t p) { return body.args[p].slot != 1; }));
+  body.ir.finalize();
+  REQUIRE_NOTHROW(body.ir.validate());
+  CHECK(body.ir.params.size() == 2);
+  CHECK(body.ir.instrs.size() == 4);
 }

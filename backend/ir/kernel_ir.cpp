@@ -44,6 +44,44 @@ const char* to_string(IrOp op) {
   return i < kNumIrOps ? names[i] : "invalid-op";
 }
 
+OperandRoles operand_roles(IrOp op) {
+  constexpr uint8_t a = 1, b = 2, c = 4, d = 8, e = 16;
+  switch (op) {
+    case IrOp::Index:
+    case IrOp::Literal:
+      return {};
+    case IrOp::Scalar:
+    case IrOp::Load:
+    case IrOp::LoadBroadcast:
+      return {0, a};
+    case IrOp::Gather:
+      return {b | c, a | d};
+    case IrOp::Store:
+      return {b, a};
+    case IrOp::Scatter:
+    case IrOp::ScatterAdd:
+      return {b | c | d, a | e};
+    case IrOp::Neg:
+    case IrOp::Not:
+    case IrOp::Abs:
+    case IrOp::Sqrt:
+    case IrOp::Exp:
+    case IrOp::Log:
+    case IrOp::Sin:
+    case IrOp::Cos:
+    case IrOp::Floor:
+    case IrOp::Ceil:
+    case IrOp::Cast:
+    case IrOp::Bitcast:
+      return {a, 0};
+    case IrOp::Fma:
+    case IrOp::Select:
+      return {a | b | c, 0};
+    default:
+      return {a | b, 0};  // binary operations and comparisons
+  }
+}
+
 const char* to_string(ParamKind k) {
   switch (k) {
     case ParamKind::BufferIn:

@@ -71,6 +71,17 @@ enum class IrOp : uint8_t {
 inline constexpr int kNumIrOps = 41;
 const char* to_string(IrOp op);
 
+/// Which operand fields of an instruction with opcode `op` it uses (bit 0 = a, ... bit 4 = e):
+/// `values` name earlier instructions, `params` name parameters. A Gather/Scatter/ScatterAdd
+/// with kIrFlagReportRange also names a parameter in `imm`. Fields an opcode does not use are
+/// not validated and may hold anything, so code that walks operands reads only these.
+struct OperandRoles {
+  uint8_t values = 0;
+  uint8_t params = 0;
+};
+
+OperandRoles operand_roles(IrOp op);
+
 inline constexpr uint32_t kNoOperand = 0xFFFFFFFFu;
 
 /// Version of the serialised form (bytes 4-5 of KernelIR::serialize()). Recording files and

@@ -10,6 +10,7 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <bit>
 #include <vector>
 
 #include "freezeframe/errors.h"
@@ -353,39 +354,10 @@ Value* KernelEmitter::lane_offsets() {
 }
 
 // How many operands (a, b, c) an instruction reads if it computes a pure function of them (no
-// memory, no index), so that it is uniform when they all are; 0 for the others. (Operand
-// fields an opcode does not use are not validated, so only these may be read.)
+// memory, no index, no parameter), so that it is uniform when they all are; 0 for the others.
 int pure_operands(IrOp op) {
-  switch (op) {
-    case IrOp::Index:
-    case IrOp::Literal:
-    case IrOp::Scalar:
-    case IrOp::Load:
-    case IrOp::LoadBroadcast:
-    case IrOp::Gather:
-    case IrOp::Store:
-    case IrOp::Scatter:
-    case IrOp::ScatterAdd:
-      return 0;
-    case IrOp::Neg:
-    case IrOp::Not:
-    case IrOp::Abs:
-    case IrOp::Sqrt:
-    case IrOp::Exp:
-    case IrOp::Log:
-    case IrOp::Sin:
-    case IrOp::Cos:
-    case IrOp::Floor:
-    case IrOp::Ceil:
-    case IrOp::Cast:
-    case IrOp::Bitcast:
-      return 1;
-    case IrOp::Fma:
-    case IrOp::Select:
-      return 3;
-    default:
-      return 2;  // binary operations and comparisons
-  }
+  OperandRoles roles = operand_roles(op);
+  return roles.params ? 0 : std::popcount(roles.values);
 }
 
 // Values that are the same for every element: computed once in the loop preheader. Besides
