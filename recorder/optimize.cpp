@@ -53,6 +53,26 @@ void draft_uses(const Draft& dr, std::vector<SlotUse>& out) {
     }
 }
 
+/// Per slot: 1 for the outputs and, with `inputs`, the inputs too (the slots whose contents
+/// the caller sees after a replay).
+std::vector<uint8_t> caller_slots(const RecordingData& d, bool inputs) {
+  std::vector<uint8_t> seen(d.slots.size(), 0);
+  for (const RecordingData::Output& o : d.outputs)
+    seen[o.slot] = 1;
+  if (inputs)
+    for (uint32_t s : d.inputs)
+      seen[s] = 1;
+  return seen;
+}
+
+/// Whether a launch's arguments name `slot`.
+bool uses_slot(const std::vector<LaunchArg>& args, uint32_t slot) {
+  for (const LaunchArg& a : args)
+    if (a.is_buffer && a.slot == slot)
+      return true;
+  return false;
+}
+
 /// Whether two size expressions are the same expression (the same nodes, or nodes of equal
 /// structure: the recorder does not intern them).
 bool same_expr(const RecordingData& d, uint32_t a, uint32_t b) {
@@ -105,8 +125,8 @@ void for_expr_refs(RecordingData& d, F&& f) {
 /// (whose sizes never change during a replay) and constants. Sizes that read a compress
 /// result stay as they are. Then equal sizes look equal (launch fusion compares them), guards
 /// that compare a size with itself go, and an allocation nobody reads the size of can be
-/// dropped with its data. Returns the number of guards dropped.
-uint32_t canonicalize_sizes(RecordingData& d) {
+/// dropped with its data.
+void canonicalize_sizes(RecordingData& d) {
   std::vector<uint8_t> resized(d.slots.size(), 0);
   for (const Op& op : d.ops)
     if (op.code == OpCode::Compress)
@@ -144,23 +164,20 @@ uint32_t canonicalize_sizes(RecordingData& d) {
   }
   for_expr_refs(d, [&](uint32_t& e) { e = canon[e]; });
 
-  uint32_t dropped = 0;
   std::erase_if(d.guards, [&](const Guard& g) {
     if (!same_expr(d, g.lhs, g.rhs))
       return false;
     bool holds = g.cmp == SizeCmp::Eq || g.cmp == SizeCmp::Le || g.cmp == SizeCmp::Ge;
-    dropped += holds == g.outcome;
     return holds == g.outcome;  // always decides the same way
   });
-  return dropped;
 }
 
 /// Slots whose size an op, argument or guard reads: their allocation must stay where it is,
 /// whatever their contents (an expression evaluated at replay looks the size up).
-std::vector<uint8_t> sized_slots(RecordingData& d) {
+std::vector<uint8_t> sized_slots(const RecordingData& d) {
   std::vector<uint8_t> pinned(d.slots.size(), 0), seen(d.exprs.size(), 0);
   std::vector<uint32_t> todo;
-  auto visit = [&](uint32_t& root) {
+  auto visit = [&](uint32_t root) {
     todo.push_back(root);
     while (!todo.empty()) {
       uint32_t e = todo.back();
@@ -177,21 +194,18 @@ std::vector<uint8_t> sized_slots(RecordingData& d) {
       }
     }
   };
-  for (Op& op : d.ops)
-    if (op.size_expr != kNone && op.code != OpCode::Alloc)
+  // Allocations included: the slots their sizes read stay too (deciding that per kept
+  // allocation would need a fixed point; this rarely keeps more).
+  for (const Op& op : d.ops)
+    if (op.size_expr != kNone)
       visit(op.size_expr);
-  for (LaunchArg& a : d.args)
+  for (const LaunchArg& a : d.args)
     if (a.size_expr != kNone)
       visit(a.size_expr);
-  for (Guard& g : d.guards) {
+  for (const Guard& g : d.guards) {
     visit(g.lhs);
     visit(g.rhs);
   }
-  // An allocation's own size reads other slots: those stay too (checked per kept slot later
-  // would need a fixed point; reading them here is simpler and rarely keeps more).
-  for (Op& op : d.ops)
-    if (op.code == OpCode::Alloc && op.size_expr != kNone)
-      visit(op.size_expr);
   return pinned;
 }
 
@@ -219,7 +233,7 @@ class Fuser {
         pinned_(pinned),
         last_read_(d.slots.size(), 0),
         first_use_(d.slots.size(), ~size_t{0}),
-        kept_(d.slots.size(), 0) {
+        kept_(caller_slots(d, true)) {
     std::vector<SlotUse> uses;
     for (size_t i = 0; i < d.ops.size(); ++i) {
       op_uses(d, d.ops[i], uses);
@@ -229,10 +243,6 @@ class Fuser {
         first_use_[u.slot] = std::min(first_use_[u.slot], i);
       }
     }
-    for (uint32_t s : d.inputs)
-      kept_[s] = 1;
-    for (const RecordingData::Output& out : d.outputs)
-      kept_[out.slot] = 1;
   }
 
   Drafts run(Drafts ops) {
@@ -243,8 +253,7 @@ class Fuser {
           (open_ ? between_ : out_).push_back(std::move(dr));
           break;
         case OpCode::Launch:
-          if (open_ && fusable(dr) && try_fuse(dr)) {
-          } else {
+          if (!(open_ && fusable(dr) && try_fuse(dr))) {
             flush();
             open_ = true;
             body_ = LaunchBody{*dr.kernel, dr.args};
@@ -292,13 +301,6 @@ class Fuser {
     return true;
   }
 
-  bool open_uses(uint32_t slot) const {
-    for (const LaunchArg& a : body_.args)
-      if (a.is_buffer && a.slot == slot)
-        return true;
-    return false;
-  }
-
   /// Fuses `b` into the open launch unless that could raise the peak of memory; returns
   /// whether it did.
   bool try_fuse(Draft& b) {
@@ -317,7 +319,7 @@ class Fuser {
     // launch uses waits until after it; the rest go before it (the fused launch runs where
     // the later one did).
     for (Draft& x : between_) {
-      if (x.op.code == OpCode::Release && open_uses(x.op.dst))
+      if (x.op.code == OpCode::Release && uses_slot(body_.args, x.op.dst))
         after_.push_back(std::move(x));
       else
         out_.push_back(std::move(x));
@@ -338,22 +340,16 @@ class Fuser {
   bool peak_safe(const Draft& b, const LaunchBody& fused, uint32_t at) const {
     std::vector<uint32_t> delayed;
     for (const Draft& x : between_)
-      if (x.op.code == OpCode::Release && open_uses(x.op.dst))
+      if (x.op.code == OpCode::Release && uses_slot(body_.args, x.op.dst))
         delayed.push_back(x.op.dst);
     if (delayed.empty())
       return true;
-    auto in_fused = [&](uint32_t slot) {
-      for (const LaunchArg& a : fused.args)
-        if (a.is_buffer && a.slot == slot)
-          return true;
-      return false;
-    };
     std::vector<uint32_t> removed;
     auto consider = [&](const LaunchArg& a) {
       if (!a.is_buffer)
         return;
       const Slot& sl = d_.slots[a.slot];
-      if (!in_fused(a.slot) && sl.origin == SlotOrigin::Alloc && !kept_[a.slot] &&
+      if (!uses_slot(fused.args, a.slot) && sl.origin == SlotOrigin::Alloc && !kept_[a.slot] &&
           !pinned_[a.slot] && last_read_[a.slot] <= at + 1 && first_use_[a.slot] >= head_first_ &&
           std::find(removed.begin(), removed.end(), a.slot) == removed.end())
         removed.push_back(a.slot);
@@ -416,11 +412,7 @@ class Fuser {
 /// the caller), a size (compress) or the host; stores into slots nothing reads later are
 /// removed from kernels, and allocations of slots nothing uses any more go with them.
 Drafts remove_dead(const RecordingData& d, Drafts ops, const std::vector<uint8_t>& pinned) {
-  std::vector<uint8_t> needed(d.slots.size(), 0);
-  for (const RecordingData::Output& o : d.outputs)
-    needed[o.slot] = 1;
-  for (uint32_t s : d.inputs)
-    needed[s] = 1;
+  std::vector<uint8_t> needed = caller_slots(d, true);
   std::vector<uint8_t> keep(ops.size(), 1);
   for (size_t i = ops.size(); i-- > 0;) {
     Draft& dr = ops[i];
@@ -475,9 +467,9 @@ Drafts remove_dead(const RecordingData& d, Drafts ops, const std::vector<uint8_t
     }
   }
   // Slots still used by a kept op (or an output, or whose size is read) keep their lifetime.
-  std::vector<uint8_t> used(pinned);
-  for (const RecordingData::Output& o : d.outputs)
-    used[o.slot] = 1;
+  std::vector<uint8_t> used = caller_slots(d, false);
+  for (size_t s = 0; s < used.size(); ++s)
+    used[s] |= pinned[s];
   std::vector<SlotUse> uses;
   for (size_t i = 0; i < ops.size(); ++i) {
     if (!keep[i])
@@ -507,9 +499,7 @@ Drafts tighten_lifetimes(const RecordingData& d, Drafts ops, const std::vector<u
   size_t n_slots = d.slots.size();
   std::vector<size_t> first(n_slots, kUnset), last(n_slots, kUnset), alloc_at(n_slots, kUnset),
       release_at(n_slots, kUnset);
-  std::vector<uint8_t> is_output(n_slots, 0);
-  for (const RecordingData::Output& o : d.outputs)
-    is_output[o.slot] = 1;
+  std::vector<uint8_t> is_output = caller_slots(d, false);
   std::vector<SlotUse> uses;
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i].op;
@@ -574,9 +564,7 @@ Drafts tighten_lifetimes(const RecordingData& d, Drafts ops, const std::vector<u
 /// between them (so no point of the replay holds more than before). Slots whose size an
 /// expression reads keep their own buffers, and an output's buffer goes to the caller.
 Drafts reuse_buffers(const RecordingData& d, Drafts ops, const std::vector<uint8_t>& pinned) {
-  std::vector<uint8_t> is_output(d.slots.size(), 0);
-  for (const RecordingData::Output& o : d.outputs)
-    is_output[o.slot] = 1;
+  std::vector<uint8_t> is_output = caller_slots(d, false);
   auto movable = [&](uint32_t s) {
     const Slot& sl = d.slots[s];
     return sl.origin == SlotOrigin::Alloc && !pinned[s] && !is_output[s] && sl.size_expr != kNone;
@@ -589,11 +577,12 @@ Drafts reuse_buffers(const RecordingData& d, Drafts ops, const std::vector<uint8
       released.push_back(i);
     } else if (op.code == OpCode::Alloc) {
       const Slot& ts = d.slots[op.dst];
-      auto donor = std::find_if(released.begin(), released.end(), [&](size_t r) {
-        const Slot& ds = d.slots[ops[r].op.dst];
-        return !pinned[op.dst] && size_of(ds.type) == size_of(ts.type) &&
-               same_expr(d, ds.size_expr, ts.size_expr);
-      });
+      auto donor = pinned[op.dst] ? released.end()
+                                  : std::find_if(released.begin(), released.end(), [&](size_t r) {
+                                      const Slot& ds = d.slots[ops[r].op.dst];
+                                      return size_of(ds.type) == size_of(ts.type) &&
+                                             same_expr(d, ds.size_expr, ts.size_expr);
+                                    });
       if (donor == released.end()) {
         released.clear();  // a fresh allocation: earlier releases must stay before it
         continue;
@@ -743,15 +732,14 @@ void optimize(RecordingData& d, const OptimizeOptions& options) {
   if (d.is_capture || !d.passes.empty())
     return;
   RecordingData out = d;
-  {
-    uint32_t guards = static_cast<uint32_t>(out.guards.size());
-    canonicalize_sizes(out);
-    auto n_ops = static_cast<uint32_t>(out.ops.size());
-    Counts c = count(to_drafts(out));
-    out.passes.push_back({"sizes", n_ops, n_ops, c.launches, c.launches, c.allocs, c.allocs, guards,
-                          static_cast<uint32_t>(out.guards.size())});
-  }
+  auto guards_before = static_cast<uint32_t>(out.guards.size());
+  canonicalize_sizes(out);
   Drafts ops = to_drafts(out);
+  {
+    Counts c = count(ops);
+    out.passes.push_back({"sizes", c.ops, c.ops, c.launches, c.launches, c.allocs, c.allocs,
+                          guards_before, static_cast<uint32_t>(out.guards.size())});
+  }
   std::vector<uint8_t> pinned = sized_slots(out);
   auto run = [&](const char* name, auto&& pass) {
     Counts before = count(ops);
