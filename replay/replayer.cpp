@@ -51,6 +51,17 @@ class Run {
   void cleanup() noexcept;
 
  private:
+  /// Gives a live slot's buffer back: after the work before it when batching.
+  void release_slot(uint32_t slot) {
+    if (!s_.live[slot])
+      return;
+    if (batch_)
+      batched(CommandKind::Release).dst = s_.ptr[slot];
+    else
+      backend_.release(s_.ptr[slot]);
+    s_.live[slot] = 0;
+  }
+
   uint64_t eval(const SizeRef& r, const char* where) const {
     switch (r.kind) {
       case SizeRef::Const:
@@ -267,24 +278,18 @@ std::vector<ReplayOutput> Run::execute(std::span<const ReplayInput> inputs) {
       case OpCode::Alloc: {
         uint64_t n = eval(p.size, "alloc");
         uint64_t capacity = bytes_of(n, size_of(op.type), i);
-        if (op.src != rec::kNone && s_.live[op.src]) {
+        void* ptr;
+        if (op.src != rec::kNone && s_.live[op.src] && s_.capacity[op.src] == capacity &&
+            !options_.provenance && !batch_) {
           // The optimiser handed this slot the buffer of one that ends here (reuse-buffers).
-          // Nested in a recording, the outer recorder is shown a release and an allocation.
-          if (s_.capacity[op.src] == capacity && !options_.provenance && !batch_) {
-            s_.ptr[op.dst] = s_.ptr[op.src];
-            s_.live[op.src] = 0;
-            s_.size[op.dst] = n;
-            s_.capacity[op.dst] = capacity;
-            s_.live[op.dst] = 1;
-            break;
-          }
-          if (batch_)
-            batched(CommandKind::Release).dst = s_.ptr[op.src];  // after the work before it
-          else
-            backend_.release(s_.ptr[op.src]);
+          // Nested in a recording (or batched) the backend sees a release and an allocation.
+          ptr = s_.ptr[op.src];
           s_.live[op.src] = 0;
+        } else {
+          if (op.src != rec::kNone)
+            release_slot(op.src);
+          ptr = backend_.alloc(op.type, n, prov_of(op.size_expr, s_.prov));
         }
-        void* ptr = backend_.alloc(op.type, n, prov_of(op.size_expr, s_.prov));
         s_.ptr[op.dst] = ptr;
         s_.size[op.dst] = n;
         s_.capacity[op.dst] = capacity;
@@ -292,13 +297,7 @@ std::vector<ReplayOutput> Run::execute(std::span<const ReplayInput> inputs) {
         break;
       }
       case OpCode::Release:
-        if (s_.live[op.dst]) {
-          if (batch_)
-            batched(CommandKind::Release).dst = s_.ptr[op.dst];  // after the work before it
-          else
-            backend_.release(s_.ptr[op.dst]);
-          s_.live[op.dst] = 0;
-        }
+        release_slot(op.dst);
         break;
       case OpCode::Copy: {
         uint64_t bytes = eval(p.size, "copy");
