@@ -5,6 +5,16 @@
 
 namespace ff::rec {
 
+std::string pass_counts(const PassStats& p) {
+  auto change = [](const char* what, uint32_t before, uint32_t after) {
+    return std::string(what) + " " + std::to_string(before) + " -> " + std::to_string(after);
+  };
+  return change("ops", p.ops_before, p.ops_after) + ", " +
+         change("launches", p.launches_before, p.launches_after) + ", " +
+         change("allocs", p.allocs_before, p.allocs_after) + ", " +
+         change("guards", p.guards_before, p.guards_after);
+}
+
 std::string to_text(const RecordingData& d) {
   std::string s = "recording on '" + d.backend + "': " + d.summary() + "\n";
   for (size_t i = 0; i < d.slots.size(); ++i) {
@@ -54,11 +64,7 @@ std::string to_text(const RecordingData& d) {
   for (size_t k = 0; k < d.outputs.size(); ++k)
     s += "  output " + std::to_string(k) + " = s" + std::to_string(d.outputs[k].slot) + "\n";
   for (const PassStats& p : d.passes)
-    s += "  pass " + p.name + ": ops " + std::to_string(p.ops_before) + " -> " +
-         std::to_string(p.ops_after) + ", launches " + std::to_string(p.launches_before) + " -> " +
-         std::to_string(p.launches_after) + ", allocs " + std::to_string(p.allocs_before) + " -> " +
-         std::to_string(p.allocs_after) + ", guards " + std::to_string(p.guards_before) + " -> " +
-         std::to_string(p.guards_after) + "\n";
+    s += "  pass " + p.name + ": " + pass_counts(p) + "\n";
   for (size_t k = 0; k < d.kernels.size(); ++k)
     s += "  kernel k" + std::to_string(k) + ": " + d.kernels[k]->to_string();
   return s;

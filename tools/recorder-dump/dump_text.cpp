@@ -5,6 +5,7 @@
 
 #include "dump.h"
 #include "dump_internal.h"
+#include "recorder/recording_text.h"
 #include "recorder/size_eval.h"
 
 namespace ff::dump {
@@ -57,11 +58,7 @@ void recording_text(std::string& s, const rec::RecordingData& d, size_t r, const
   } else {
     s += "  optimised by:\n";
     for (const rec::PassStats& p : d.passes)
-      s += "    " + pad(p.name, 16) + "ops " + std::to_string(p.ops_before) + " -> " +
-           std::to_string(p.ops_after) + ", launches " + std::to_string(p.launches_before) +
-           " -> " + std::to_string(p.launches_after) + ", allocs " +
-           std::to_string(p.allocs_before) + " -> " + std::to_string(p.allocs_after) + ", guards " +
-           std::to_string(p.guards_before) + " -> " + std::to_string(p.guards_after) + "\n";
+      s += "    " + pad(p.name, 16) + rec::pass_counts(p) + "\n";
   }
   s += "  bytes allocated " + grouped(m.bytes_allocated) + ", peak memory " +
        grouped(m.peak_bytes) + " bytes at the recorded sizes" +
