@@ -40,17 +40,12 @@ Drafts to_drafts(const RecordingData& d) {
 
 /// The slots a draft reads and writes (Alloc and Release: none), as op_uses() says of ops.
 void draft_uses(const Draft& dr, std::vector<SlotUse>& out) {
-  out.clear();
   if (dr.op.code != OpCode::Launch) {
-    RecordingData none;
-    op_uses(none, dr.op, out);
+    op_uses(RecordingData{}, dr.op, out);  // needs the recording's tables only for launches
     return;
   }
-  for (size_t p = 0; p < dr.args.size(); ++p)
-    if (dr.args[p].is_buffer) {
-      ParamKind k = dr.kernel->params[p].kind;
-      out.push_back({dr.args[p].slot, k != ParamKind::BufferOut, k != ParamKind::BufferIn});
-    }
+  out.clear();
+  launch_uses(*dr.kernel, dr.args, out);
 }
 
 /// Per slot: 1 for the outputs and, with `inputs`, the inputs too (the slots whose contents

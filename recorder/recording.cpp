@@ -28,6 +28,16 @@ const char* to_string(OpCode c) {
   return i < kNumOpCodes ? names[i] : "invalid-op";
 }
 
+void launch_uses(const KernelIR& kernel, std::span<const LaunchArg> args,
+                 std::vector<SlotUse>& out) {
+  for (size_t p = 0; p < args.size(); ++p) {
+    if (!args[p].is_buffer)
+      continue;
+    ParamKind k = kernel.params[p].kind;
+    out.push_back({args[p].slot, k != ParamKind::BufferOut, k != ParamKind::BufferIn});
+  }
+}
+
 void op_uses(const RecordingData& d, const Op& op, std::vector<SlotUse>& out) {
   out.clear();
   auto kind = static_cast<CopyKind>(op.sub);
@@ -42,12 +52,9 @@ void op_uses(const RecordingData& d, const Op& op, std::vector<SlotUse>& out) {
       out.push_back({op.dst, false, true});
       break;
     case OpCode::Launch:
-      for (uint32_t a = op.arg_begin; a < op.arg_end; ++a) {
-        if (!d.args[a].is_buffer)
-          continue;
-        ParamKind k = d.kernels[op.kernel]->params[a - op.arg_begin].kind;
-        out.push_back({d.args[a].slot, k != ParamKind::BufferOut, k != ParamKind::BufferIn});
-      }
+      launch_uses(
+          *d.kernels[op.kernel],
+          std::span<const LaunchArg>(d.args).subspan(op.arg_begin, op.arg_end - op.arg_begin), out);
       break;
     case OpCode::Reduce:
     case OpCode::PrefixSum:

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -120,6 +121,9 @@ struct RecordingData;
 /// The slots `op` reads and writes (Alloc and Release: none). The op's kernel and argument
 /// range must be valid; the slots are not checked.
 void op_uses(const RecordingData& d, const Op& op, std::vector<SlotUse>& out);
+/// Appends the slots a launch of `kernel` with `args` (one per parameter) reads and writes.
+void launch_uses(const KernelIR& kernel, std::span<const LaunchArg> args,
+                 std::vector<SlotUse>& out);
 
 struct RecordingData {
   std::string backend;  // the stack it was recorded on
