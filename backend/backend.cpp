@@ -16,6 +16,10 @@ std::atomic<uint64_t> g_next_instance_id{1};
 Backend::Backend() : instance_id_(g_next_instance_id.fetch_add(1, std::memory_order_relaxed)) {}
 
 std::string Backend::describe_buffer(const void* ptr) const {
+  return address_of(ptr);
+}
+
+std::string Backend::address_of(const void* ptr) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%p", ptr);
   return buf;

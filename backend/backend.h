@@ -158,6 +158,8 @@ class Backend {
   /// Names a buffer in messages: its address by default; the recorder says which input or
   /// slot it is ("input 0", "s3").
   virtual std::string describe_buffer(const void* ptr) const;
+  /// The default description: the address (what callers replace with something readable).
+  static std::string address_of(const void* ptr);
 
   /// True while the calling thread has a recording scope open in this stack (the recorder
   /// answers; other decorators forward; real backends say false). The one owner of "a

@@ -88,12 +88,14 @@ void write_file_atomic(const std::string& path, std::span<const std::byte> bytes
   static std::atomic<uint64_t> counter{0};
   std::string tmp = path + ".tmp-" + std::to_string(::getpid()) + "-" +
                     std::to_string(counter.fetch_add(1, std::memory_order_relaxed));
+  // Messages name the file the caller asked for; the temporary beside it is an implementation
+  // detail (it is removed on every error path).
   Fd f{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)};
   if (f.fd < 0)
-    fail("cannot create", tmp, errno);
+    fail("cannot write", path, errno);
   auto give_up = [&](const char* what, int err) {
     ::unlink(tmp.c_str());
-    fail(what, tmp, err);
+    fail(what, path, err);
   };
   size_t done = 0;
   while (done < bytes.size()) {
@@ -113,7 +115,7 @@ void write_file_atomic(const std::string& path, std::span<const std::byte> bytes
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
-    fail("cannot rename a temporary file to", path, err);
+    fail("cannot write", path, err);
   }
 }
 

@@ -49,12 +49,58 @@
 #include "common/log.h"
 #include "frontend/freeze_cache.h"
 #include "frontend/recording_state.h"
+#include "recorder/recording_backend.h"
 #include "tracer/variable.h"
 
 namespace ff::detail {
 
-void RebuildVisitor::fail(const char* what) {
-  throw FreezeError(std::string("rebuilding a frozen function's result: ") + what);
+void RebuildVisitor::fail(const std::string& what) const {
+  throw FreezeError(context_ + "rebuilding the result: " + what);
+}
+
+void RebuildVisitor::mismatch(const std::string& recorded, const std::string& type) const {
+  throw FreezeError(context_ + "the recording's result holds " + recorded +
+                    " where the function's types hold " + type + " (byte " + std::to_string(pos_) +
+                    " of its result shape)");
+}
+
+std::string RebuildVisitor::array_name(uint8_t type) {
+  if (type > static_cast<uint8_t>(ScalarType::Float64))
+    return "an array of unknown element type " + std::to_string(type);
+  return std::string("an array of ") + to_string(static_cast<ScalarType>(type));
+}
+
+std::string scalar_tag_name(uint8_t tag) {
+  unsigned bits = (tag >> 2) * 8u;
+  if (tag & 2)
+    return "float" + std::to_string(bits);
+  if (tag & 1)
+    return "int" + std::to_string(bits);
+  return bits == 8 ? "bool or uint8" : "uint" + std::to_string(bits);
+}
+
+std::string shape_node_name(uint8_t node) {
+  switch (static_cast<Node>(node)) {
+    case Node::Array:
+      return "an array";
+    case Node::Scalar:
+      return "a value";
+    case Node::String:
+      return "a string";
+    case Node::Vector:
+      return "a std::vector";
+    case Node::StdArray:
+      return "a std::array";
+    case Node::Tuple:
+      return "a tuple";
+    case Node::Optional:
+      return "a std::optional";
+    case Node::Map:
+      return "a std::map";
+    case Node::Struct:
+      return "a struct";
+  }
+  return "an unknown node " + std::to_string(node);
 }
 
 namespace {
@@ -97,6 +143,16 @@ std::string value_string(ScalarType t, uint64_t bits) {
 }
 
 thread_local std::deque<CallScratch> t_scratch;
+
+/// The sizes of a call's input size groups, from its leaves (an alias has its target's size,
+/// so counting aliases too numbers the groups as build_key does).
+std::vector<uint64_t> group_sizes_of(const std::vector<LeafInfo>& infos) {
+  std::vector<uint64_t> sizes;
+  for (const LeafInfo& li : infos)
+    if (!li.literal && std::find(sizes.begin(), sizes.end(), li.size) == sizes.end())
+      sizes.push_back(li.size);
+  return sizes;
+}
 
 /// Whether the recording holds an operation whose float results depend on the order of work.
 bool order_dependent(const rec::RecordingData& d) {
@@ -225,6 +281,8 @@ void FreezeCore::clear() {
   impl_->n_recordings = impl_->n_cached = 0;
   impl_->n_replays = 0;
   impl_->warned = false;
+  impl_->loaded_from.clear();
+  impl_->n_loaded_keys = 0;
 }
 
 Recording FreezeCore::recording(size_t i) const {
@@ -279,19 +337,46 @@ void FreezeCore::Impl::build_key(CallScratch& cs, bool borrow) {
                                          : static_cast<int32_t>(sorted[k - 1].second);
   }
 
-  // Per leaf: a literal (its bits and constant size), an alias (of which leaf) or an input
-  // (which size group: inputs sharing a size, numbered by first appearance).
+  // Inputs first: their size groups (inputs sharing a size, numbered by first appearance) are
+  // what a literal's size is described by.
   std::vector<uint64_t>& group_sizes = cs.group_sizes;
   group_sizes.clear();
+  cs.group_input.clear();
   cs.drop_inputs();
   cs.borrowed = borrow;
+  cs.input_group.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const LeafInfo& li = cs.infos[i];
+    if (li.literal || cs.alias[i] >= 0)
+      continue;
+    // Size 1 is a size like any other here: a recording made with a size-1 input that
+    // broadcast holds a guard for it, and one where it did not replays at any size.
+    auto it = std::find(group_sizes.begin(), group_sizes.end(), li.size);
+    cs.input_group[i] = static_cast<uint32_t>(it - group_sizes.begin());
+    if (it == group_sizes.end()) {
+      group_sizes.push_back(li.size);
+      cs.group_input.push_back(static_cast<uint32_t>(cs.inputs.size()));
+    }
+    if (!borrow)
+      inc_ref(leaves[i]);
+    cs.inputs.push_back(AnyArray::steal(leaves[i], li.type));
+  }
+
+  // Per leaf: an input (its size group), an alias (of which leaf) or a literal: its bits and
+  // its size class (literal_size_class), never its size alone, which a replay could not tell.
   for (size_t i = 0; i < n; ++i) {
     const LeafInfo& li = cs.infos[i];
     if (li.literal) {
       cs.key.push_back(2);
       cs.key.append(&li.bits, sizeof li.bits);
-      uint64_t size = li.size_has_prov ? ~uint64_t{0} : li.size;
-      cs.key.append(&size, sizeof size);
+      SizeClass c = literal_size_class(li.size, group_sizes);
+      cs.key.push_back(static_cast<uint8_t>(c.kind));
+      if (c.kind == SizeClass::Group) {
+        auto g = static_cast<uint32_t>(c.value);
+        cs.key.append(&g, sizeof g);
+      } else if (c.kind == SizeClass::Exact) {
+        cs.key.append(&c.value, sizeof c.value);
+      }
       continue;
     }
     if (int32_t alias = cs.alias[i]; alias >= 0) {
@@ -299,17 +384,8 @@ void FreezeCore::Impl::build_key(CallScratch& cs, bool borrow) {
       cs.key.append(&alias, sizeof alias);
       continue;
     }
-    // Size 1 is a size like any other here: a recording made with a size-1 input that
-    // broadcast holds a guard for it, and one where it did not replays at any size.
-    auto it = std::find(group_sizes.begin(), group_sizes.end(), li.size);
-    auto group = static_cast<uint32_t>(it - group_sizes.begin());
-    if (it == group_sizes.end())
-      group_sizes.push_back(li.size);
     cs.key.push_back(0);
-    cs.key.append(&group, sizeof group);
-    if (!borrow)
-      inc_ref(leaves[i]);
-    cs.inputs.push_back(AnyArray::steal(leaves[i], li.type));
+    cs.key.append(&cs.input_group[i], sizeof(uint32_t));
   }
 }
 
@@ -332,11 +408,13 @@ std::vector<uint32_t> FreezeCore::Impl::changed_literals(const CallScratch& cs,
         continue;
       std::vector<uint32_t> changed;
       bool same_otherwise = true;
+      std::vector<uint64_t> then = group_sizes_of(e->infos);
       for (size_t i = 0; i < cs.infos.size() && same_otherwise; ++i) {
         const LeafInfo &a = e->infos[i], &b = cs.infos[i];
         if (a.literal != b.literal || a.type != b.type)
           same_otherwise = false;
-        else if (a.literal && (a.bits != b.bits || a.size != b.size))
+        else if (a.literal && (a.bits != b.bits || literal_size_class(a.size, then) !=
+                                                       literal_size_class(b.size, cs.group_sizes)))
           changed.push_back(static_cast<uint32_t>(i));
       }
       if (same_otherwise && !changed.empty())
@@ -348,6 +426,10 @@ std::vector<uint32_t> FreezeCore::Impl::changed_literals(const CallScratch& cs,
 std::vector<KeyItem> FreezeCore::Impl::describe(CallSite& site, const CallScratch& cs) const {
   PathVisitor p;
   site.describe_arguments(p);
+  std::vector<std::string> leaf_path(cs.infos.size());
+  for (const PathVisitor::Item& it : p.items)
+    if (it.leaf >= 0 && static_cast<size_t>(it.leaf) < leaf_path.size())
+      leaf_path[static_cast<size_t>(it.leaf)] = it.path;
   std::vector<KeyItem> items;
   for (const PathVisitor::Item& it : p.items) {
     if (it.leaf < 0 || static_cast<size_t>(it.leaf) >= cs.infos.size()) {
@@ -358,20 +440,27 @@ std::vector<KeyItem> FreezeCore::Impl::describe(CallSite& site, const CallScratc
     auto leaf = static_cast<size_t>(it.leaf);
     const LeafInfo& li = cs.infos[leaf];
     items.push_back({it.path, "element type", it.what});
-    items.push_back({it.path, "literal",
-                     li.literal ? "literal " + value_string(li.type, li.bits) : "not a literal"});
-    if (li.literal)
+    if (li.literal) {
+      SizeClass c = literal_size_class(li.size, cs.group_sizes);
+      std::string size = c.kind == SizeClass::One ? "size 1"
+                         : c.kind == SizeClass::Exact
+                             ? std::to_string(c.value) + " elements"
+                             : "the size of input group " + std::to_string(c.value);
+      items.push_back(
+          {it.path, "literal", "literal " + value_string(li.type, li.bits) + " of " + size});
       continue;
+    }
+    items.push_back({it.path, "literal", "not a literal"});
     items.push_back({it.path, "aliasing",
                      cs.alias[leaf] >= 0
-                         ? "the same array as leaf " + std::to_string(cs.alias[leaf])
+                         ? "the same array as " + leaf_path[static_cast<size_t>(cs.alias[leaf])]
                          : "its own array"});
     if (cs.alias[leaf] >= 0)
       continue;
     std::string group = "a size of its own";
     for (size_t j = 0; j < leaf; ++j)
       if (!cs.infos[j].literal && cs.alias[j] < 0 && cs.infos[j].size == li.size) {
-        group = "the size of leaf " + std::to_string(j);
+        group = "the size of " + leaf_path[j];
         break;
       }
     items.push_back({it.path, "size pattern", group});
@@ -399,23 +488,28 @@ void FreezeCore::Impl::warn_if_due(const Entry& fresh) {
         nearest = e.get();
       }
     }
+  // At most three paths, each once with everything that changed there.
   std::string what;
   if (nearest) {
     size_t shown = 0;
-    for (size_t i = 0; i < fresh.description.size() && shown < 3; ++i) {
+    std::string last_path;
+    for (size_t i = 0; i < fresh.description.size(); ++i) {
       const KeyItem& now = fresh.description[i];
-      if (i >= nearest->description.size()) {
-        what += (shown++ ? "; " : "") + now.path + ": the argument structure changed";
-        continue;
-      }
-      const KeyItem& before = nearest->description[i];
-      if (before.path != now.path) {
-        what += (shown++ ? "; " : "") + now.path + ": the argument structure changed";
+      if (i >= nearest->description.size() || nearest->description[i].path != now.path) {
+        if (shown < 3)
+          what += (shown++ ? "; " : "") + now.path + ": the argument structure changed";
         break;
       }
-      if (before.value != now.value)
-        what += (shown++ ? "; " : "") + now.path + ": " + now.category + " changed (" +
-                before.value + " -> " + now.value + ")";
+      const KeyItem& before = nearest->description[i];
+      if (before.value == now.value)
+        continue;
+      std::string change = now.category + " (" + before.value + " -> " + now.value + ")";
+      if (now.path == last_path) {
+        what += ", " + change;
+      } else if (shown < 3) {
+        what += (shown++ ? "; " : "") + now.path + ": " + change;
+        last_path = now.path;
+      }
     }
   }
   if (fresh.held.size() > 1)
@@ -434,13 +528,62 @@ void FreezeCore::Impl::warn_if_due(const Entry& fresh) {
 // ---------------------------------------------------------------------------------------------
 // Recording, replaying, verifying
 
+namespace {
+
+/// While a frozen call records: every literal argument's size comes from where its size class
+/// says (its group's first input, else a plain constant), so the recording holds the literal's
+/// size exactly as the key pins it, never the recorded size of an array outside it. Restored
+/// afterwards (in reverse: a literal passed twice is rebound twice).
+class LiteralSizes {
+ public:
+  explicit LiteralSizes(const CallScratch& cs) {
+    const std::vector<Handle>& leaves = cs.scan.leaves;
+    try {
+      for (size_t i = 0; i < leaves.size(); ++i) {
+        const LeafInfo& li = cs.infos[i];
+        if (!li.literal)
+          continue;
+        SizeClass c = literal_size_class(li.size, cs.group_sizes);
+        std::shared_ptr<Buffer> like;
+        if (c.kind == SizeClass::Group)
+          like = evaluated_buffer(cs.inputs[cs.group_input[c.value]].id());
+        inc_ref(leaves[i]);  // the body may drop the caller's array: the variable stays ours
+        rebound_.push_back({leaves[i], nullptr});
+        rebound_.back().second = rebind_literal_size(leaves[i], like);
+      }
+    } catch (...) {
+      restore();
+      throw;
+    }
+  }
+
+  ~LiteralSizes() { restore(); }
+
+  LiteralSizes(const LiteralSizes&) = delete;
+  LiteralSizes& operator=(const LiteralSizes&) = delete;
+
+ private:
+  void restore() noexcept {
+    for (auto it = rebound_.rbegin(); it != rebound_.rend(); ++it) {
+      restore_literal_size(it->first, std::move(it->second));
+      dec_ref(it->first);
+    }
+    rebound_.clear();
+  }
+
+  std::vector<std::pair<Handle, SizeExprPtr>> rebound_;
+};
+
+}  // namespace
+
 std::shared_ptr<Held> FreezeCore::Impl::record(CallSite& site, CallScratch& cs) {
   SinkVisitor sink;
   WrittenArgs written;
   Recording r;
   try {
+    LiteralSizes literal_sizes(cs);
     site.snapshot_arguments();
-    r = ff::record(
+    r = record_scope(
         cs.inputs,
         [&] {
           site.run();
@@ -449,9 +592,9 @@ std::shared_ptr<Held> FreezeCore::Impl::record(CallSite& site, CallScratch& cs) 
           return sink.arrays;
         },
         RecordOptions{options.optimize});
-  } catch (const GuardError&) {
-    throw;
-  } catch (const FreezeError& e) {
+  } catch (const rec::Refusal& e) {
+    // What the recorder refused, with the function's name; the body's own exceptions
+    // (FreezeErrors from nested calls, f.clear() inside it, ...) pass through unchanged.
     throw FreezeError(prefix() + e.what() +
                       " (a frozen function takes every array it reads as an argument and "
                       "returns what it computes; read results after the call)");
@@ -461,6 +604,8 @@ std::shared_ptr<Held> FreezeCore::Impl::record(CallSite& site, CallScratch& cs) 
   held->out_shape = sink.shape.to_vector();
   held->written = std::move(written);
   held->tolerant = order_dependent(*recording_state(r)->data);
+  held->context = prefix();
+  held->fitted_types = site.types();  // the shape was taken from these very types
   return held;
 }
 
@@ -480,10 +625,18 @@ bool FreezeCore::Impl::replay(CallSite& site, CallScratch& cs, const std::shared
       replays_until_verify = 1;  // the next replay that fits is checked instead
     logging::record().debug("{}a recorded path does not fit: {}", prefix(), e.what());
     return false;
+  } catch (const FreezeError& e) {  // the same error, naming the function (and the file)
+    throw FreezeError(held->context + "replaying: " + e.what());
+  } catch (const BackendError& e) {
+    throw BackendError(held->context + "replaying: " + e.what());
   }
-  RebuildVisitor rebuild(held->out_shape, outs);
-  site.rebuild(rebuild, held->written);
+  RebuildVisitor rebuild(held->out_shape, outs, held->context);
+  const void* types = site.types();
+  bool fitted = held->fitted_types.load(std::memory_order_acquire) == types;
+  site.rebuild(rebuild, held->written, /*staged=*/!fitted);
   rebuild.finish();
+  if (!fitted)
+    held->fitted_types.store(types, std::memory_order_release);
   ++n_replays;
   if (check)
     verify(site, *held);
@@ -695,20 +848,15 @@ void FreezeCore::call(CallSite& site) {
     Hash128 h = hash128(std::as_bytes(std::span(cs.full_key)));
     std::unique_lock lock(m.mutex);
     Entry* e = m.find(h, cs.full_key);
-    if (e && e->recording && nested) {
-      // Recorded further out on this thread (the body calls itself) or on another thread
-      // while this one records something else: traced into the open recording, never waited
-      // for (a wait here could be on this very thread).
+    if (e && e->recording && (nested || e->held.empty())) {
+      // Being recorded, further out on this thread (the body calls itself: traced into the
+      // open recording) or by another thread: this call runs traced, as the traced program
+      // would. Never a wait: the recording thread may be waiting for this very call (a body
+      // that hands the same call to a worker and joins it), and a traced call is exactly as
+      // correct as the replay it would have waited for.
       lock.unlock();
       site.run();
       return;
-    }
-    if (e && e->recording) {
-      // Another thread records this key: wait for it, then replay what it made.
-      m.done.wait(lock, [&] { return !(e = m.find(h, cs.full_key)) || !e->recording; });
-      lock.unlock();
-      tried_epoch = 0;
-      continue;
     }
     if (e) {
       // The fast path tried these already when it matched this key at this epoch.
@@ -733,7 +881,12 @@ void FreezeCore::call(CallSite& site) {
       }
       lock.lock();
       e = m.find(h, cs.full_key);
-      if (!e || e->recording) {
+      if (e && e->recording) {  // another path of this key is being recorded (see above)
+        lock.unlock();
+        site.run();
+        return;
+      }
+      if (!e) {
         lock.unlock();
         tried_epoch = 0;
         continue;
@@ -771,19 +924,13 @@ void FreezeCore::call(CallSite& site) {
           continue;  // key again with buffers there
         }
       }
-      if (!m.loaded_signatures.empty()) {
-        // Recordings loaded from a file take arguments of one structure; a call with another
-        // means the file belongs to another function.
-        std::string sig = argument_signature(scan.shape.data(), scan.shape.size());
-        if (std::find(m.loaded_signatures.begin(), m.loaded_signatures.end(), sig) ==
-            m.loaded_signatures.end()) {
-          lock.unlock();
-          throw FreezeError(m.prefix() + "the recordings loaded from '" + m.loaded_from +
-                            "' take arguments (" + m.loaded_signatures.front() +
-                            "), this call passes (" + sig +
-                            "): load a file saved by this function");
-        }
-      }
+      if (!m.loaded_from.empty())
+        // Not an error: a call of another kind records for itself, as it would had nothing
+        // been loaded (a generic callable may take other arguments than the saved calls).
+        logging::record().info(
+            "{}this call matched none of the {} key(s) loaded from '{}'; "
+            "recording",
+            m.prefix(), m.n_loaded_keys, m.loaded_from);
       e = &m.add_entry(h, cs.full_key, scan.shape.size(), cs.infos);
     }
     e->recording = true;
@@ -801,7 +948,6 @@ void FreezeCore::call(CallSite& site) {
         if (e->held.empty())
           m.erase_entry(e);
       }
-      m.done.notify_all();
       throw;
     }
     std::lock_guard relock(m.mutex);
@@ -817,7 +963,6 @@ void FreezeCore::call(CallSite& site) {
     m.evict_locked();
     if ((e = m.find(h, cs.full_key)))
       m.remember(cs, *e, ordinals);
-    m.done.notify_all();
     return;
   }
 }

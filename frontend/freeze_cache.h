@@ -23,6 +23,10 @@ struct Held {
   std::vector<uint8_t> out_shape;
   WrittenArgs written;    // the arguments the body wrote: outputs after the result
   bool tolerant = false;  // float scatter_add or reduction inside: verify within tolerance
+  std::string context;    // what its messages start with: the function, the file it came from
+  // The types (CallSite::types) its result shape fitted last: rebuilt into those directly,
+  // into any others staged first.
+  std::atomic<const void*> fitted_types{nullptr};
   uint64_t created = 0;
   std::atomic<uint64_t> last_used{0};
 };
@@ -39,6 +43,31 @@ struct LastHit {
   std::vector<std::weak_ptr<Held>> held;
 };
 
+/// How a literal argument's size is described in the key: the only thing a replay knows about
+/// it (the literal is no input). Persisted in keys (recording files): never renumber.
+struct SizeClass {
+  enum Kind : uint8_t {
+    One = 0,    // size 1: it broadcasts
+    Group = 1,  // the size of input size group `value` in this call
+    Exact = 2,  // none of those: exactly `value` elements
+  };
+
+  Kind kind = One;
+  uint64_t value = 0;
+
+  friend bool operator==(const SizeClass&, const SizeClass&) = default;
+};
+
+/// The size class of a literal of `size` elements, given the sizes of the call's input groups.
+inline SizeClass literal_size_class(uint64_t size, const std::vector<uint64_t>& group_sizes) {
+  if (size == 1)
+    return {SizeClass::One, 0};
+  for (size_t g = 0; g < group_sizes.size(); ++g)
+    if (group_sizes[g] == size)
+      return {SizeClass::Group, g};
+  return {SizeClass::Exact, size};
+}
+
 /// Everything one call needs, reused between calls (one per nesting depth and thread).
 struct CallScratch {
   ScanVisitor scan;
@@ -48,7 +77,9 @@ struct CallScratch {
   std::vector<int32_t> alias;  // per leaf: the first leaf with the same handle, or -1
   std::vector<AnyArray> inputs;
   bool borrowed = false;  // `inputs` hold no references: the caller's arguments keep them
-  std::vector<uint64_t> group_sizes;
+  std::vector<uint64_t> group_sizes;  // per input size group: its size
+  std::vector<uint32_t> group_input;  // per input size group: its first input (in `inputs`)
+  std::vector<uint32_t> input_group;  // per leaf that is an input: its size group
   std::vector<std::pair<uint64_t, uint32_t>> sort_scratch;
   std::array<LastHit, 4> last;  // the functions this thread called last at this depth
   size_t next_last = 0;
@@ -98,7 +129,6 @@ struct FreezeCore::Impl {
   uint32_t verify_every = 0;
 
   mutable std::mutex mutex;
-  std::condition_variable done;
   std::unordered_map<Hash128, std::vector<std::unique_ptr<Entry>>> entries;
   std::unordered_map<uint64_t, std::vector<uint32_t>> opaque;  // shape hash -> leaf ordinals
   uint64_t id = 0;  // never reused: what this thread's LastHit names
@@ -142,9 +172,10 @@ struct FreezeCore::Impl {
   /// Marks `held` used now, for LRU (no mutex: an approximate clock is enough).
   void touch(Held& held);
 
-  // Loaded from a file (f.load): the argument signatures of its recordings, and the file.
-  std::vector<std::string> loaded_signatures;
+  // Loaded from a file (f.load): the file and how many keys it brought (for the log line of a
+  // call that matches none of them).
   std::string loaded_from;
+  size_t n_loaded_keys = 0;
 };
 
 /// The kinds of a call's arguments, from the top of each argument's shape ("array float32,

@@ -374,6 +374,7 @@ void FreezeCore::load(const std::string& path) {
     if (tolerant > 1)
       r.fail("a tolerance flag other than 0 or 1");
     held->tolerant = tolerant;
+    held->context = m.prefix() + "the recording loaded from '" + path + "': ";
     one.held = std::move(held);
     loaded.push_back(std::move(one));
   }
@@ -395,13 +396,11 @@ void FreezeCore::load(const std::string& path) {
   for (Loaded& one : loaded) {
     Hash128 h = hash128(std::as_bytes(std::span(one.key)));
     Entry* e = m.find(h, one.key);
-    if (!e)
+    if (!e) {
       e = &m.add_entry(h, one.key, one.shape_bytes, std::move(one.infos));
+      ++m.n_loaded_keys;
+    }
     m.hold(*e, one.held);  // oldest first in the file: the newest ends first
-    std::string sig = argument_signature(one.key.data(), one.shape_bytes);
-    if (std::find(m.loaded_signatures.begin(), m.loaded_signatures.end(), sig) ==
-        m.loaded_signatures.end())
-      m.loaded_signatures.push_back(sig);
   }
   for (auto& [hash, ordinals] : opaque) {
     auto& set = m.opaque[hash];

@@ -73,6 +73,16 @@ std::string Recording::to_string() const {
 
 Recording record(const std::vector<AnyArray>& inputs,
                  const std::function<std::vector<AnyArray>()>& fn, const RecordOptions& options) {
+  try {
+    return detail::record_scope(inputs, fn, options);
+  } catch (const rec::Refusal& e) {
+    throw FreezeError(e.what());  // the documented type, exactly
+  }
+}
+
+Recording detail::record_scope(const std::vector<AnyArray>& inputs,
+                               const std::function<std::vector<AnyArray>()>& fn,
+                               const RecordOptions& options) {
   using namespace detail;
   for (const AnyArray& a : inputs)
     if (!a.valid())

@@ -1,9 +1,12 @@
 // What a public ff::Recording holds: the immutable data plus its cached replay plan.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <vector>
 
+#include "freezeframe/recording.h"
 #include "recorder/recording.h"
 #include "replay/replay_plan.h"
 
@@ -26,5 +29,12 @@ struct RecordingState {
   mutable std::mutex mutex_;
   mutable std::shared_ptr<const replay::ReplayPlan> plan_;
 };
+
+/// ff::record, except that what the recorder refuses leaves as rec::Refusal (the frozen
+/// functions' front end names the function in it); ff::record turns it into the plain
+/// ff::FreezeError its callers are promised.
+Recording record_scope(const std::vector<AnyArray>& inputs,
+                       const std::function<std::vector<AnyArray>()>& fn,
+                       const RecordOptions& options);
 
 }  // namespace ff::detail

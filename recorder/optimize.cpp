@@ -8,6 +8,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "common/env.h"
 #include "common/log.h"
 #include "freezeframe/errors.h"
 #include "recorder/launch_body.h"
@@ -716,10 +717,7 @@ void assemble(RecordingData& d, Drafts& ops) {
 }  // namespace
 
 bool optimizer_enabled_by_environment() {
-  static const bool enabled = [] {
-    const char* v = std::getenv("FF_OPTIMIZE");
-    return !(v && std::strcmp(v, "0") == 0);
-  }();
+  static const bool enabled = detail::env_switch("FF_OPTIMIZE").value_or(true);
   return enabled;
 }
 

@@ -136,12 +136,6 @@ ScalarType type_of_width(uint32_t bytes) {
   return bytes == 8 ? ScalarType::UInt64 : bytes == 4 ? ScalarType::UInt32 : ScalarType::Bool;
 }
 
-std::string describe(const void* p) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%p", p);
-  return buf;
-}
-
 }  // namespace
 
 RecordingBackend::RecordingBackend(std::unique_ptr<Backend> inner, bool capture_session)
@@ -237,15 +231,15 @@ RecordingData RecordingBackend::close_scope(Scope* scope, std::span<const void* 
   std::unique_ptr<Scope> owned(scope);
   if (!unlink(scope)) {
     (void)owned.release();  // not ours to delete
-    throw FreezeError("close_scope: the scope is not open on this thread");
+    throw Refusal("close_scope: the scope is not open on this thread");
   }
   if (scope->failed)
-    throw FreezeError("the recording failed and was discarded: " + scope->failure);
+    throw Refusal("the recording failed and was discarded: " + scope->failure);
   for (size_t k = 0; k < outputs.size(); ++k) {
     SlotMap::Live* live = scope->slots.find_base(outputs[k]);
     if (!live)
-      throw FreezeError("output " + std::to_string(k) +
-                        " is neither an input nor an array created inside the recording");
+      throw Refusal("output " + std::to_string(k) +
+                    " is neither an input nor an array created inside the recording");
     scope->data.outputs.push_back(RecordingData::Output{live->slot});
   }
   try {
@@ -253,7 +247,7 @@ RecordingData RecordingBackend::close_scope(Scope* scope, std::span<const void* 
   } catch (const FormatError& e) {
     // Not damaged input but a recording this scope cannot make (an output allocated inside
     // and never written, say): the caller's FreezeError (docs/errors.md).
-    throw FreezeError(std::string("the recording cannot be made: ") + e.what());
+    throw Refusal(std::string("the recording cannot be made: ") + e.what());
   }
   return std::move(scope->data);
 }
@@ -320,23 +314,23 @@ void RecordingBackend::copy(void* dst, const void* src, size_t bytes, CopyKind k
     if (s.capture)
       return;
     if (kind == CopyKind::DeviceToHost)
-      throw FreezeError(
+      throw Refusal(
           "reading array contents on the host (to_vector, a debug check, ...) "
           "inside a recording cannot be replayed; return the array instead and "
           "read it after the call");
     if (!s.slots.find(dst))
-      throw FreezeError(
+      throw Refusal(
           "a copy writes to a buffer that is neither an input nor created "
           "inside the recording");
     if (kind == CopyKind::DeviceToDevice) {
       auto hit = s.slots.find(src);
       if (!hit)
-        throw FreezeError(
+        throw Refusal(
             "a copy reads an array that is neither an input nor created inside "
             "the recording (an implicit input): pass it as an input");
       if (!hit->live->written)
-        throw FreezeError("a copy reads slot s" + std::to_string(hit->live->slot) +
-                          " before anything wrote it");
+        throw Refusal("a copy reads slot s" + std::to_string(hit->live->slot) +
+                      " before anything wrote it");
     }
   });
   forward("copy", [&] { inner_->copy(dst, src, bytes, kind); });
@@ -392,7 +386,7 @@ void RecordingBackend::fill(void* ptr, size_t count, uint32_t elem_size, uint64_
     return inner_->fill(ptr, count, elem_size, value);
   for_each_scope([&](Scope& s) {
     if (!s.capture && !s.slots.find(ptr))
-      throw FreezeError(
+      throw Refusal(
           "a fill writes to a buffer that is neither an input nor created inside "
           "the recording");
   });
@@ -432,15 +426,16 @@ void RecordingBackend::launch(const KernelHandle& kernel, size_t size, SizeProv 
         continue;
       auto hit = s.slots.find(reinterpret_cast<const void*>(args[i].bits));
       if (!hit)
-        throw FreezeError("kernel " + ir.hash.to_hex().substr(0, 8) + " argument " +
-                          std::to_string(i) + " (" + to_string(p.type) + " buffer at " +
-                          describe(reinterpret_cast<const void*>(args[i].bits)) +
-                          ") is neither an input of the recording nor created inside it (an "
-                          "implicit input): pass that array as an input");
+        throw Refusal(std::string("a kernel launched over ") + std::to_string(size) + " elements " +
+                      (p.kind == ParamKind::BufferOut ? "writes" : "reads") + " a " +
+                      to_string(p.type) + " array (its parameter " + std::to_string(i) +
+                      ") that is neither an input of the recording nor created inside it (an "
+                      "implicit input: an array the function captured or reads from outside): "
+                      "pass that array as an argument");
       if (p.kind != ParamKind::BufferOut && !hit->live->written)
-        throw FreezeError("kernel " + ir.hash.to_hex().substr(0, 8) + " argument " +
-                          std::to_string(i) + " reads slot s" + std::to_string(hit->live->slot) +
-                          " before anything wrote it");
+        throw Refusal(std::string("a kernel launched over ") + std::to_string(size) +
+                      " elements reads slot s" + std::to_string(hit->live->slot) +
+                      " before anything wrote it (its parameter " + std::to_string(i) + ")");
     }
   });
   forward("launch", [&] { inner_->launch(kernel, size, prov, args); });
@@ -489,16 +484,16 @@ void check_whole_array_op(Scope& s, const char* what, const void* in, const void
     return;
   auto hit = s.slots.find(in);
   if (!hit)
-    throw FreezeError(std::string(what) +
-                      " reads an array that is neither an input nor "
-                      "created inside the recording (an implicit input): pass it as an input");
+    throw Refusal(std::string(what) +
+                  " reads an array that is neither an input nor "
+                  "created inside the recording (an implicit input): pass it as an input");
   if (!hit->live->written)
-    throw FreezeError(std::string(what) + " reads slot s" + std::to_string(hit->live->slot) +
-                      " before anything wrote it");
+    throw Refusal(std::string(what) + " reads slot s" + std::to_string(hit->live->slot) +
+                  " before anything wrote it");
   if (!s.slots.find(out))
-    throw FreezeError(std::string(what) +
-                      " writes to a buffer that is neither an input nor "
-                      "created inside the recording");
+    throw Refusal(std::string(what) +
+                  " writes to a buffer that is neither an input nor "
+                  "created inside the recording");
 }
 
 }  // namespace
@@ -612,9 +607,9 @@ void RecordingBackend::guard(const SizeGuard& g, bool outcome) {
   // A guard compares two real expressions; one that cannot be expressed would be a
   // meaningless check at replay, so it is refused here, where the decision was made.
   if (g.lhs.empty() || g.rhs.empty())
-    throw FreezeError(std::string("the size decision '") + (g.what ? g.what : "") +
-                      "' has no expression on its " + (g.lhs.empty() ? "left" : "right") +
-                      " side and cannot be checked at replay");
+    throw Refusal(std::string("the size decision '") + (g.what ? g.what : "") +
+                  "' has no expression on its " + (g.lhs.empty() ? "left" : "right") +
+                  " side and cannot be checked at replay");
   inner_->guard(g, outcome);
   for_each_scope([&](Scope& s) {
     Guard r;

@@ -7,9 +7,18 @@
 #include <span>
 
 #include "backend/backend.h"
+#include "freezeframe/errors.h"
 #include "recorder/recording.h"
 
 namespace ff::rec {
+
+/// An operation a recording scope refuses (a host read, an implicit input, a size it cannot
+/// express): a FreezeError the front ends tell apart from a body's own exceptions, which pass
+/// through unchanged.
+class Refusal : public FreezeError {
+ public:
+  using FreezeError::FreezeError;
+};
 
 struct Scope;
 

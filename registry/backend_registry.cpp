@@ -32,6 +32,14 @@ std::unique_ptr<Backend> BackendRegistry::create(std::string_view spec,
   };
   size_t colon = spec.find(':');
   std::string_view head = spec.substr(0, colon);
+  if (head.empty())
+    throw Error("backend spec '" + std::string(spec) + "' names no backend" +
+                (colon == std::string_view::npos ? "" : " before its ':'") +
+                "; known backends: " + known());
+  if (colon != std::string_view::npos && colon + 1 == spec.size())
+    throw Error("backend spec '" + std::string(spec) + "': '" + std::string(head) +
+                "' needs an inner backend after the ':', e.g. '" + std::string(head) + ":llvm'" +
+                "; known backends: " + known());
   auto it = entries_.find(head);
   if (it == entries_.end())
     throw Error("unknown backend '" + std::string(head) + "' in spec '" + std::string(spec) +

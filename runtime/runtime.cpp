@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 
+#include "common/env.h"
 #include "common/file_io.h"
 #include "common/log.h"
 #include "freezeframe/errors.h"
@@ -117,7 +118,7 @@ std::unique_ptr<Backend> build_stack(std::string_view spec, const InitOptions& i
   std::string chosen = spec.empty() ? env_or("FF_BACKEND", "llvm") : std::string(spec);
   if (const char* lvl = std::getenv("FF_LOG_LEVEL"); lvl && *lvl)
     logging::apply_level_spec(lvl);
-  if (const char* dbg = std::getenv("FF_DEBUG"); dbg && *dbg && std::string(dbg) != "0")
+  if (env_switch("FF_DEBUG").value_or(false))
     set_flag_value(Flag::Debug, true);
   BackendOptions options;
   options.n_threads = thread_count(init);

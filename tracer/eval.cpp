@@ -33,6 +33,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/assert.h"
 #include "common/log.h"
 #include "freezeframe/errors.h"
 #include "tracer/variable.h"
@@ -556,6 +557,42 @@ void leaf_infos(const Handle* handles, size_t n, LeafInfo* out) {
         ForeignAccess access(table_of(handles[i]));
         out[i] = read_leaf_info(index_of(handles[i]));
       }
+}
+
+namespace {
+
+/// Runs `fn(v)` on the variable `h` names, in its own table's window or a foreign access.
+template <class Fn>
+auto with_variable(Handle h, Fn&& fn) {
+  TracerState& s = state();
+  if (table_of(h) != s.id) {
+    ForeignAccess access(table_of(h));
+    return fn(index_of(h));
+  }
+  Window w;
+  return fn(index_of(h));
+}
+
+}  // namespace
+
+SizeExprPtr rebind_literal_size(Handle literal, const std::shared_ptr<Buffer>& like) {
+  return with_variable(literal, [&](VarId v) {
+    Variable& var = state()[v];
+    FF_ASSERT(var.kind == VarKind::Literal && (!like || like->size == var.size),
+              "rebinding the size of a variable of kind {} and size {}", static_cast<int>(var.kind),
+              var.size);
+    SizeExprPtr old = std::move(var.prov);
+    var.prov = like ? size_leaf(like) : nullptr;
+    return old;
+  });
+}
+
+void restore_literal_size(Handle literal, SizeExprPtr prov) noexcept {
+  with_variable(literal, [&](VarId v) {
+    Variable& var = state()[v];
+    if (var.kind == VarKind::Literal)  // else evaluated meanwhile: its buffer is its size now
+      var.prov = std::move(prov);
+  });
 }
 
 void run_pending_scatters() {

@@ -151,8 +151,28 @@ Size::operator size_t() const {
 std::string Size::to_string() const {
   std::vector<SizeNode> nodes;
   detail::flatten(expr_.get(), value_, nodes);
+  // Buffers are named as a recording knows them ("input 0"), else by what they hold ("an
+  // array of 5 float32"), never by their address (Backend::describe_buffer's fallback).
   Backend& backend = detail::current_device()->backend();
-  return ff::to_string(SizeProv(nodes), [&](const void* p) { return backend.describe_buffer(p); });
+  std::vector<const detail::Buffer*> buffers;
+  auto collect = [&](auto& self, const detail::SizeExprNode* e) -> void {
+    if (!e)
+      return;
+    if (e->buffer)
+      buffers.push_back(e->buffer.get());
+    self(self, e->lhs.get());
+    self(self, e->rhs.get());
+  };
+  collect(collect, expr_.get());
+  return ff::to_string(SizeProv(nodes), [&](const void* p) -> std::string {
+    std::string known = backend.describe_buffer(p);
+    if (known != Backend::address_of(p))
+      return known;
+    for (const detail::Buffer* b : buffers)
+      if (b->ptr == p)
+        return "an array of " + std::to_string(b->size) + " " + ff::to_string(b->type);
+    return "an array";
+  });
 }
 
 Size operator+(const Size& a, const Size& b) {

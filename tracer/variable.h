@@ -241,6 +241,15 @@ struct LeafInfo {
 /// The LeafInfo of `n` arrays of any thread (one tracer window for those of this thread).
 void leaf_infos(const Handle* handles, size_t n, LeafInfo* out);
 
+/// For a frozen function's recording: makes the size of the literal `literal` (any thread's)
+/// come from `like` (the logical size of that buffer; null: a plain constant) and returns the
+/// provenance it had, for restore_literal_size. The sizes must be equal. A recording then
+/// expresses the literal's size exactly as the key describes it, never through arrays outside
+/// the recording (which would bake the recorded size in).
+SizeExprPtr rebind_literal_size(Handle literal, const std::shared_ptr<Buffer>& like);
+/// Puts the provenance back, unless the variable was evaluated meanwhile (it then has a buffer).
+void restore_literal_size(Handle literal, SizeExprPtr prov) noexcept;
+
 /// For the front end (outside windows): runs / drops this thread's pending scatters, and wraps
 /// a buffer in a new array of this thread.
 void run_pending_scatters();

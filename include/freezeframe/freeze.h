@@ -107,6 +107,20 @@ class ByteBuffer {
   size_t size_ = 0, cap_ = 0;
 };
 
+/// How a shape names a scalar's type: its size, whether it is floating-point and signed (an
+/// enum as its underlying type). Persisted in keys: never change.
+template <class S>
+constexpr uint8_t scalar_tag() {
+  using U = typename std::conditional_t<std::is_enum_v<S>, std::underlying_type<S>,
+                                        std::type_identity<S>>::type;
+  return static_cast<uint8_t>(sizeof(U) << 2 | (std::is_floating_point_v<U> ? 2 : 0) |
+                              (std::is_signed_v<U> ? 1 : 0));
+}
+
+/// Readable names for what a shape holds, for messages: "int32", "a tuple of 2", ...
+std::string scalar_tag_name(uint8_t tag);
+std::string shape_node_name(uint8_t node);
+
 /// Writes what identifies a call's arguments (structure, element types, scalar values) and
 /// collects their arrays; the key adds what only the tracer knows (literals, which inputs
 /// share a size, aliasing).
@@ -138,11 +152,7 @@ struct ScanVisitor {
   template <class S>
   void scalar(const S& s) {
     token(Node::Scalar);
-    using U = typename std::conditional_t<std::is_enum_v<S>, std::underlying_type<S>,
-                                          std::type_identity<S>>::type;
-    uint8_t tag = static_cast<uint8_t>(sizeof(U) << 2 | (std::is_floating_point_v<U> ? 2 : 0) |
-                                       (std::is_signed_v<U> ? 1 : 0));
-    shape.push_back(tag);
+    shape.push_back(scalar_tag<S>());
     put(&s, sizeof(S));
   }
 
@@ -184,27 +194,41 @@ struct SinkVisitor : ScanVisitor {
   }
 };
 
-/// Rebuilds a result or written-back argument from a recorded shape and the replay's arrays.
+/// Rebuilds a result or written-back argument from a recorded shape and the replay's arrays,
+/// checking the shape against the types it is rebuilt into: element and scalar types, node
+/// kinds, and the counts of tuples, std::arrays and structs. A mismatch (a file saved by
+/// another function, a damaged one) raises ff::FreezeError naming both types.
 class RebuildVisitor {
  public:
   static constexpr bool kRebuilds = true;
 
-  RebuildVisitor(const std::vector<uint8_t>& shape, const std::vector<AnyArray>& arrays)
-      : shape_(shape), arrays_(arrays) {}
+  /// `context` starts every message (the function's name, the file a recording came from).
+  RebuildVisitor(const std::vector<uint8_t>& shape, const std::vector<AnyArray>& arrays,
+                 const std::string& context)
+      : shape_(shape), arrays_(arrays), context_(context) {}
 
   template <class A>
   void array(A& a) {
     expect(Node::Array);
-    pos_ += 1;  // element type (checked by as<>)
+    uint8_t recorded = byte();
+    if (recorded != static_cast<uint8_t>(A::kType))
+      mismatch(array_name(recorded), array_name(static_cast<uint8_t>(A::kType)));
     if (next_array_ >= arrays_.size())
-      fail("more arrays than the recording returned");
-    a = arrays_[next_array_++].template as<A>();
+      fail("the recorded shape holds more arrays than the recording returned");
+    const AnyArray& got = arrays_[next_array_++];
+    if (got.type() != A::kType)
+      mismatch(array_name(static_cast<uint8_t>(got.type())),
+               array_name(static_cast<uint8_t>(A::kType)));
+    a = got.template as<A>();
   }
 
   template <class S>
   void scalar(S& s) {
     expect(Node::Scalar);
-    pos_ += 1;
+    uint8_t recorded = byte();
+    if (recorded != scalar_tag<S>())
+      mismatch("a value of type " + scalar_tag_name(recorded),
+               "a value of type " + scalar_tag_name(scalar_tag<S>()));
     take(&s, sizeof(S));
   }
 
@@ -213,7 +237,7 @@ class RebuildVisitor {
     uint64_t n = 0;
     take(&n, sizeof n);
     if (n > shape_.size() - pos_)
-      fail("a string runs past the end");
+      fail("a string runs past the end of the recorded shape");
     s.assign(reinterpret_cast<const char*>(shape_.data() + pos_), n);
     pos_ += n;
   }
@@ -222,14 +246,20 @@ class RebuildVisitor {
     expect(node);
     uint64_t size = 0;
     take(&size, sizeof size);
-    n = size;
+    bool fixed = node == Node::StdArray || node == Node::Tuple || node == Node::Struct;
+    if (fixed && size != n)
+      mismatch(shape_node_name(static_cast<uint8_t>(node)) + " of " + std::to_string(size),
+               shape_node_name(static_cast<uint8_t>(node)) + " of " + std::to_string(n));
+    if (size > shape_.size() - pos_)  // every element takes a byte at least
+      fail("a container of " + std::to_string(size) + " elements cannot be in this shape");
+    n = static_cast<size_t>(size);
   }
 
-  void struct_name(const char*, uint64_t hash) {
+  void struct_name(const char* name, uint64_t hash) {
     uint64_t recorded = 0;
     take(&recorded, sizeof recorded);
     if (recorded != hash)
-      fail("the recorded shape holds another struct");
+      mismatch("another struct", std::string("struct ") + name);
   }
 
   void map_key(std::string& key) { string(key); }
@@ -249,12 +279,22 @@ class RebuildVisitor {
   }
 
  private:
-  [[noreturn]] static void fail(const char* what);
+  [[noreturn]] void fail(const std::string& what) const;
+  [[noreturn]] void mismatch(const std::string& recorded, const std::string& type) const;
+  static std::string array_name(uint8_t type);
 
   void expect(Node n) {
-    if (pos_ >= shape_.size() || shape_[pos_] != static_cast<uint8_t>(n))
-      fail("the recorded shape does not match the type");
+    if (pos_ >= shape_.size())
+      mismatch("nothing more", shape_node_name(static_cast<uint8_t>(n)));
+    if (shape_[pos_] != static_cast<uint8_t>(n))
+      mismatch(shape_node_name(shape_[pos_]), shape_node_name(static_cast<uint8_t>(n)));
     ++pos_;
+  }
+
+  uint8_t byte() {
+    if (pos_ >= shape_.size())
+      fail("the recorded shape ends early");
+    return shape_[pos_++];
   }
 
   void take(void* out, size_t n) {
@@ -266,6 +306,7 @@ class RebuildVisitor {
 
   const std::vector<uint8_t>& shape_;
   const std::vector<AnyArray>& arrays_;
+  const std::string& context_;
   size_t pos_ = 0;
   size_t next_array_ = 0;
 };
@@ -354,8 +395,13 @@ class CallSite {
   virtual WrittenArgs written_arguments() = 0;
   /// After run(): the result, then the written arguments.
   virtual void outputs(SinkVisitor& sink, const WrittenArgs& written) = 0;
-  /// After a replay: rebuilds the result and the written arguments.
-  virtual void rebuild(RebuildVisitor& r, const WrittenArgs& written) = 0;
+  /// After a replay: rebuilds the result and the written arguments. `staged`: into copies
+  /// first, committed only when the whole shape fitted the types (a recording's first replay
+  /// into these types: a shape that does not fit leaves the caller's arguments as they were).
+  virtual void rebuild(RebuildVisitor& r, const WrittenArgs& written, bool staged) = 0;
+  /// What identifies the types rebuild() writes (one per instantiation): a recording whose
+  /// shape fitted them once always does.
+  virtual const void* types() const = 0;
   /// Verify mode: copies the arguments before a replay (which may update them) ...
   virtual void keep_copies() = 0;
   /// ... and after it runs the body traced on those copies, sinking what outputs() would.
@@ -500,29 +546,60 @@ class Frozen {
       sink_written(sink, args_, written, std::index_sequence_for<A...>());
     }
 
-    void rebuild(detail::RebuildVisitor& r, const detail::WrittenArgs& written) override {
-      if constexpr (!std::is_void_v<R>) {
-        result.emplace();
-        detail::traverse(r, *result);
+    void rebuild(detail::RebuildVisitor& r, const detail::WrittenArgs& written,
+                 bool staged) override {
+      if (!staged) {
+        if constexpr (!std::is_void_v<R>) {
+          result.emplace();
+          detail::traverse(r, *result);
+        }
+        // Every argument the recording wrote, in order, whatever this call passed there: an
+        // rvalue takes the update (unseen), a const argument updates a scratch copy.
+        for_each_written(written, [&](auto& arg) {
+          if constexpr (std::is_const_v<std::remove_reference_t<decltype(arg)>>) {
+            std::decay_t<decltype(arg)> scratch = arg;
+            detail::traverse(r, scratch);
+          } else {
+            detail::traverse(r, arg);
+          }
+        });
+        return;
       }
-      // Every argument the recording wrote, in order, whatever this call passed there: an
-      // rvalue takes the update (unseen), a const argument updates a scratch copy.
+      std::optional<std::conditional_t<std::is_void_v<R>, int, R>> fresh;
+      if constexpr (!std::is_void_v<R>) {
+        fresh.emplace();
+        detail::traverse(r, *fresh);
+      }
+      std::tuple<std::optional<std::decay_t<A>>...> staging;
       [&]<size_t... I>(std::index_sequence<I...>) {
         (
             [&] {
               if (!written[I])
                 return;
-              auto& arg = std::get<I>(args_);
-              if constexpr (std::is_const_v<std::remove_reference_t<decltype(arg)>>) {
-                std::decay_t<decltype(arg)> scratch = arg;
-                detail::traverse(r, scratch);
-              } else {
-                detail::traverse(r, arg);
-              }
+              auto& copy = std::get<I>(staging).emplace(std::get<I>(args_));
+              detail::traverse(r, copy);
             }(),
             ...);
       }
       (std::index_sequence_for<A...>());
+      r.finish();
+      result = std::move(fresh);
+      [&]<size_t... I>(std::index_sequence<I...>) {
+        (
+            [&] {
+              auto& arg = std::get<I>(args_);
+              if constexpr (!std::is_const_v<std::remove_reference_t<decltype(arg)>>)
+                if (written[I])
+                  arg = std::move(*std::get<I>(staging));
+            }(),
+            ...);
+      }
+      (std::index_sequence_for<A...>());
+    }
+
+    const void* types() const override {
+      static const char tag = 0;
+      return &tag;
     }
 
     void keep_copies() override {
@@ -533,17 +610,23 @@ class Frozen {
     void run_on_copies(detail::SinkVisitor& sink, const detail::WrittenArgs& written) override {
       std::tuple<std::decay_t<A>...> copies = std::move(*copies_);
       copies_.reset();
-      std::apply(
-          [&](auto&... c) {
-            if constexpr (std::is_void_v<R>) {
-              std::invoke(fn_, forward_copy<A>(c)...);
-            } else {
-              R traced = std::invoke(fn_, forward_copy<A>(c)...);
-              detail::traverse(sink, traced);
-            }
-          },
-          copies);
-      sink_written(sink, copies, written, std::index_sequence_for<A...>());
+      // The body sees the copies aliased as the call's arguments were: one object passed
+      // twice (h(p, p)) is one copy passed twice.
+      [&]<size_t... I>(std::index_sequence<I...>) {
+        if constexpr (std::is_void_v<R>) {
+          std::invoke(fn_, forward_copy<A>(copy_for<I>(copies))...);
+        } else {
+          R traced = std::invoke(fn_, forward_copy<A>(copy_for<I>(copies))...);
+          detail::traverse(sink, traced);
+        }
+        (
+            [&] {
+              if (written[I])
+                detail::traverse(sink, copy_for<I>(copies));
+            }(),
+            ...);
+      }
+      (std::index_sequence_for<A...>());
     }
 
     void describe_arguments(detail::PathVisitor& p) override {
@@ -569,6 +652,44 @@ class Frozen {
         return static_cast<C&>(c);
       else
         return std::move(c);
+    }
+
+    // The copy standing in for argument I: that of the first argument that is the same object
+    // as it (and of the same type), else its own.
+    template <size_t I, class Tuple>
+    auto& copy_for(Tuple& copies) {
+      using T = std::tuple_element_t<I, Tuple>;
+      T* chosen = &std::get<I>(copies);
+      const void* mine = std::addressof(std::get<I>(args_));
+      bool found = false;
+      [&]<size_t... J>(std::index_sequence<J...>) {
+        (
+            [&] {
+              if constexpr (std::is_same_v<std::tuple_element_t<J, Tuple>, T>)
+                if (!found &&
+                    static_cast<const void*>(std::addressof(std::get<J>(args_))) == mine) {
+                  chosen = &std::get<J>(copies);
+                  found = true;
+                }
+            }(),
+            ...);
+      }
+      (std::make_index_sequence<I>());
+      return *chosen;
+    }
+
+    // Calls fn(arg) for each argument the recording wrote, in order.
+    template <class Fn>
+    void for_each_written(const detail::WrittenArgs& written, Fn&& fn) {
+      [&]<size_t... I>(std::index_sequence<I...>) {
+        (
+            [&] {
+              if (written[I])
+                fn(std::get<I>(args_));
+            }(),
+            ...);
+      }
+      (std::index_sequence_for<A...>());
     }
 
     // Calls fn(i, arg) for each argument the body could write: any non-const one. An rvalue

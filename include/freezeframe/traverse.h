@@ -39,6 +39,12 @@ template <class T, class A>
 struct IsVector<std::vector<T, A>> : std::true_type {};
 
 template <class T>
+struct IsVectorOfBool : std::false_type {};
+
+template <class A>
+struct IsVectorOfBool<std::vector<bool, A>> : std::true_type {};
+
+template <class T>
 struct IsStdArray : std::false_type {};
 
 template <class T, size_t N>
@@ -108,6 +114,10 @@ void traverse(V& v, T& x) {
     v.scalar(x);
   } else if constexpr (std::is_same_v<U, std::string>) {
     v.string(x);
+  } else if constexpr (IsVectorOfBool<U>::value) {
+    static_assert(kAlwaysFalse<U>,
+                  "ff::freeze cannot traverse std::vector<bool> (its elements are bits, not "
+                  "bools): use std::vector<uint8_t>, std::vector<int> or an ff::Bool array");
   } else if constexpr (IsVector<U>::value) {
     size_t n = x.size();
     v.enter(Node::Vector, n);
