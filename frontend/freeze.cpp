@@ -279,19 +279,40 @@ void FreezeCore::Impl::build_key(CallScratch& cs, bool borrow) {
                                          : static_cast<int32_t>(sorted[k - 1].second);
   }
 
-  // Per leaf: a literal (its bits and constant size), an alias (of which leaf) or an input
+  // Per leaf: a literal (its bits and size class), an alias (of which leaf) or an input
   // (which size group: inputs sharing a size, numbered by first appearance).
   std::vector<uint64_t>& group_sizes = cs.group_sizes;
   group_sizes.clear();
   cs.drop_inputs();
   cs.borrowed = borrow;
+  // A literal whose size came from an array is keyed by the input size group of that size
+  // (the groups of every input first: the input may come after the literal).
+  std::vector<uint64_t> all_groups;
+  for (size_t i = 0; i < n; ++i)
+    if (cs.infos[i].literal && cs.infos[i].size_has_prov) {
+      for (size_t j = 0; j < n; ++j)
+        if (!cs.infos[j].literal && cs.alias[j] < 0 &&
+            std::find(all_groups.begin(), all_groups.end(), cs.infos[j].size) == all_groups.end())
+          all_groups.push_back(cs.infos[j].size);
+      break;
+    }
   for (size_t i = 0; i < n; ++i) {
     const LeafInfo& li = cs.infos[i];
     if (li.literal) {
+      // Size class (docs/recording-format.md): 0 size 1, 1 an input group's size, 2 exact.
       cs.key.push_back(2);
       cs.key.append(&li.bits, sizeof li.bits);
-      uint64_t size = li.size_has_prov ? ~uint64_t{0} : li.size;
-      cs.key.append(&size, sizeof size);
+      auto it = std::find(all_groups.begin(), all_groups.end(), li.size);
+      if (li.size == 1) {
+        cs.key.push_back(0);
+      } else if (li.size_has_prov && it != all_groups.end()) {
+        auto group = static_cast<uint32_t>(it - all_groups.begin());
+        cs.key.push_back(1);
+        cs.key.append(&group, sizeof group);
+      } else {
+        cs.key.push_back(2);
+        cs.key.append(&li.size, sizeof li.size);
+      }
       continue;
     }
     if (int32_t alias = cs.alias[i]; alias >= 0) {
