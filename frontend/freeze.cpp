@@ -49,6 +49,7 @@
 #include "common/log.h"
 #include "frontend/freeze_cache.h"
 #include "frontend/recording_state.h"
+#include "recorder/freeze_section.h"
 #include "recorder/recording_backend.h"
 #include "tracer/variable.h"
 
@@ -71,36 +72,16 @@ std::string RebuildVisitor::array_name(uint8_t type) {
 }
 
 std::string scalar_tag_name(uint8_t tag) {
-  unsigned bits = (tag >> 2) * 8u;
-  if (tag & 2)
-    return "float" + std::to_string(bits);
-  if (tag & 1)
-    return "int" + std::to_string(bits);
-  return bits == 8 ? "bool or uint8" : "uint" + std::to_string(bits);
+  return tag == 4 ? "bool or uint8" : format::scalar_type_name(tag);  // one byte, unsigned
 }
 
 std::string shape_node_name(uint8_t node) {
-  switch (static_cast<Node>(node)) {
-    case Node::Array:
-      return "an array";
-    case Node::Scalar:
-      return "a value";
-    case Node::String:
-      return "a string";
-    case Node::Vector:
-      return "a std::vector";
-    case Node::StdArray:
-      return "a std::array";
-    case Node::Tuple:
-      return "a tuple";
-    case Node::Optional:
-      return "a std::optional";
-    case Node::Map:
-      return "a std::map";
-    case Node::Struct:
-      return "a struct";
-  }
-  return "an unknown node " + std::to_string(node);
+  auto token = static_cast<format::ShapeToken>(node);
+  std::string name = format::to_string(token);
+  if (name == "unknown")
+    return "an unknown node " + std::to_string(node);
+  bool vowel = name[0] == 'a' || name[0] == 'o';
+  return (vowel ? "an " : "a ") + name;
 }
 
 namespace {

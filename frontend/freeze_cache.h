@@ -178,8 +178,4 @@ struct FreezeCore::Impl {
   size_t n_loaded_keys = 0;
 };
 
-/// The kinds of a call's arguments, from the top of each argument's shape ("array float32,
-/// struct 8f3a..., value of 4 bytes"): what f.load's recordings must share with a call.
-std::string argument_signature(const uint8_t* shape, size_t bytes);
-
 }  // namespace ff::detail

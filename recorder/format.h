@@ -56,8 +56,8 @@ enum class SectionType : uint32_t {
 inline constexpr uint32_t kNumSectionTypes = 16;  // one past the largest known type
 
 /// Since 1.1: a saved frozen function's freeze data (file level, optional; blob). Readers keep
-/// it among the skipped sections; frontend/freeze_io.cpp decodes it (docs/recording-format.md,
-/// "The freeze section").
+/// it among the skipped sections; recorder/freeze_section.h decodes it
+/// (docs/recording-format.md, "The freeze section").
 inline constexpr uint32_t kSectionFreeze = 64;
 
 /// "info", "strings", ... ("unknown" for other values).

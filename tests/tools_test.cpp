@@ -17,7 +17,9 @@
 #include <vector>
 
 #include "common/file_io.h"
+#include "recorder/format.h"
 #include "recorder/format_reader.h"
+#include "recorder/format_writer.h"
 #include "tools/recorder-dump/dump.h"
 
 extern char** environ;
@@ -161,6 +163,121 @@ TEST_CASE(
   CHECK(ff::dump::diff(parsed("gather.ffr"), renamed, {}).same);
 }
 
+TEST_CASE("tools: the text view shows a saved frozen function's freeze section", "[tools]") {
+  // frozen.ffr (tests/tools/make_recordings.cpp): f(Body& b, dt, scale, mode, half, w = dt),
+  // called with scale 2 (a literal), then 3 (made opaque): two recordings.
+  ff::format::ParsedFile f = parsed("frozen.ffr");
+  std::string t = ff::dump::text(f, {});
+  CHECK_THAT(t, !Contains("skipped"));
+  CHECK_THAT(t, Contains("frozen function 'dumped'") && Contains("version 'v7'") &&
+                    Contains("freeze layout 2") && Contains("2 recording(s) held"));
+  char body[20];
+  std::snprintf(body, sizeof body, "%016llx",
+                static_cast<unsigned long long>(ff::detail::name_hash("Body")));
+  std::string st = std::string("struct ") + body;
+  CHECK_THAT(t, Contains("held recording 0: 6 argument(s), 6 array leaf(s)"));
+  CHECK_THAT(t, Contains("args[0]: " + st + " {array float32, array float32, value int32 7}"));
+  CHECK_THAT(t, Contains("args[3]: value int32 3"));
+  CHECK_THAT(t, Contains("leaf 0 args[0].0 float32: input (size group 0), recorded size 100"));
+  CHECK_THAT(t, Contains("leaf 2 args[1] float32: input (size group 1)"));
+  CHECK_THAT(t, Contains("leaf 3 args[2] float32: literal 2, size 1"));
+  CHECK_THAT(t, Contains("leaf 4 args[4] float32: literal 0.5, size of group 0"));
+  CHECK_THAT(t, Contains("leaf 5 args[5] float32: alias of leaf 2"));
+  CHECK_THAT(t, Contains("leaf 3 args[2] float32: input (size group 1)"));  // the second one
+  CHECK_THAT(t, Contains("result: array float32"));
+  CHECK_THAT(t, Contains("written back: args[0]: " + st +
+                         " {array float32, array float32, value int32 10}"));
+  CHECK_THAT(t, Contains("verify within tolerance"));
+  CHECK_THAT(t, Contains("opaque for argument shape ") && Contains(": leaves 3"));
+  // --recording K shows K's held record only.
+  ff::dump::Options one;
+  one.recording = 1;
+  std::string t1 = ff::dump::text(f, one);
+  CHECK_THAT(t1, Contains("held recording 1") && !Contains("held recording 0"));
+}
+
+TEST_CASE("tools: the JSON view shows a saved frozen function's freeze section", "[tools]") {
+  nlohmann::json j = nlohmann::json::parse(ff::dump::json(parsed("frozen.ffr"), {}).dump());
+  CHECK(j["file"]["sections"].back()["name"] == "freeze");
+  const auto& fz = j["freeze"];
+  REQUIRE(fz.is_object());
+  CHECK(fz["name"] == "dumped");
+  CHECK(fz["version"] == "v7");
+  CHECK(fz["layout"] == 2);
+  REQUIRE(fz["held"].size() == 2);
+  const auto& h = fz["held"][0];
+  CHECK(h["recording"] == 0);
+  CHECK(h["arguments"].size() == 6);
+  CHECK(h["arguments"][0]["shape"]["node"] == "struct");
+  CHECK(h["arguments"][0]["shape"]["fields"][2]["value"] == "7");
+  CHECK(h["arguments"][3]["text"] == "value int32 3");
+  CHECK(h["leaves"][0]["kind"] == "input");
+  CHECK(h["leaves"][0]["size_group"] == 0);
+  CHECK(h["leaves"][3]["kind"] == "literal");
+  CHECK(h["leaves"][3]["value"] == "2");
+  CHECK(h["leaves"][3]["size_class"] == "one");
+  CHECK(h["leaves"][4]["size_class"] == "group");
+  CHECK(h["leaves"][4]["size_group"] == 0);
+  CHECK(h["leaves"][5]["kind"] == "alias");
+  CHECK(h["leaves"][5]["of"] == 2);
+  CHECK(h["result"]["text"] == "array float32");
+  REQUIRE(h["written"].size() == 1);
+  CHECK(h["written"][0]["argument"] == 0);
+  CHECK(h["tolerant"] == true);
+  REQUIRE(fz["opaque"].size() == 1);
+  CHECK(fz["opaque"][0]["leaves"] == nlohmann::json::array({3}));
+  // A plain recording file has none.
+  CHECK(nlohmann::json::parse(ff::dump::json(parsed("chain.ffr"), {}).dump())["freeze"].is_null());
+}
+
+TEST_CASE("tools: a reused buffer shows in the text, JSON and DOT views", "[tools]") {
+  ff::format::ParsedFile f = parsed("reuse.ffr");
+  const auto& d = *f.recordings[0];
+  size_t alloc = d.ops.size();
+  for (size_t i = 0; i < d.ops.size() && alloc == d.ops.size(); ++i)
+    if (d.ops[i].code == ff::rec::OpCode::Alloc && d.ops[i].src != ff::rec::kNone)
+      alloc = i;
+  REQUIRE(alloc < d.ops.size());  // the optimiser handed a buffer over
+  uint32_t donor = d.ops[alloc].src, taker = d.ops[alloc].dst;
+
+  // Text: the slots cell "sN new, sM end (its buffer)" stays inside its column.
+  std::string t = ff::dump::text(f, {});
+  std::istringstream lines(t);
+  std::string line;
+  size_t size_col = std::string::npos, checked = 0;
+  while (std::getline(lines, line)) {
+    if (line.find("    #") == 0)
+      size_col = line.find("size");
+    size_t at = line.find("(its buffer)");
+    if (at == std::string::npos)
+      continue;
+    REQUIRE(size_col != std::string::npos);
+    INFO(line);
+    CHECK(at + std::string("(its buffer)").size() + 2 <= size_col);
+    CHECK(line.substr(size_col, 8) == "size(s0)");
+    ++checked;
+  }
+  CHECK(checked > 0);
+
+  nlohmann::json j = nlohmann::json::parse(ff::dump::json(f, {}).dump());
+  const auto& r = j["recordings"][0];
+  CHECK(r["ops"][alloc]["reuses"] == donor);
+  bool taken_over = false;
+  for (const auto& a : r["ops"][alloc]["slots"])
+    taken_over |= a["slot"] == donor && a["access"] == "taken_over";
+  CHECK(taken_over);
+  CHECK(r["slots"][donor]["buffer_taken_over_by"] == taker);
+  CHECK(r["slots"][taker]["reuses"] == donor);
+  CHECK(r["ops"][0]["reuses"].is_null());  // a fresh allocation
+
+  std::string g = ff::dump::dot(f, {});
+  std::string edge =
+      "r0_s" + std::to_string(donor) + " -> r0_op" + std::to_string(alloc) +
+      " [style=dashed, arrowhead=tee, color=darkorange, label=\"buffer taken over\"]";
+  CHECK_THAT(g, Contains(edge));
+  CHECK_THAT(g, Contains("(reuses s" + std::to_string(donor) + "'s buffer)"));
+}
+
 // ---------------------------------------------------------------------------------------
 // The binaries
 
@@ -218,6 +335,53 @@ TEST_CASE("tools: recorder-dump shows a capture and each recording of a multi-re
   Result bad = dump({data("multi.ffr"), "--recording", "5"});
   CHECK(bad.status == 2);
   CHECK_THAT(bad.err, Contains("holds 5 recording(s)"));
+}
+
+TEST_CASE("tools: recorder-dump refuses a negative or non-numeric --recording",
+          "[tools][negative]") {
+  for (const char* k : {"-1", "abc", "18446744073709551616"}) {
+    INFO(k);
+    Result r = dump({data("multi.ffr"), "--recording", k});
+    CHECK(r.status == 2);
+    CHECK_THAT(r.err, Contains(std::string("--recording ") + k + ": not a recording index") &&
+                          Contains("holds 5 recording(s)"));
+    CHECK_THAT(r.err, !Contains("18446744073709551615"));
+    CHECK(r.out.empty());
+  }
+  Result replay_bad = replay({data("gather.ffr"), "--recording", "-1"});
+  CHECK(replay_bad.status == 2);
+  CHECK_THAT(replay_bad.err,
+             Contains("--recording -1: not a recording index") && Contains("holds 1 recording(s)"));
+}
+
+TEST_CASE("tools: recorder-dump shows a saved frozen function and counts no skipped section",
+          "[tools]") {
+  Result r = dump({data("frozen.ffr")});
+  CHECK(r.status == 0);
+  CHECK(r.err.empty());
+  CHECK_THAT(r.out, Contains("frozen function 'dumped'") && Contains("held recording 1") &&
+                        Contains("recording 1: backend 'llvm'"));
+  CHECK_THAT(r.out, !Contains("skipped"));
+  Result j = dump({data("frozen.ffr"), "--json"});
+  REQUIRE(j.status == 0);
+  CHECK(nlohmann::json::parse(j.out)["freeze"]["name"] == "dumped");
+  // A damaged freeze section is a damaged file (exit 1), named as such.
+  ff::format::ParsedFile f = parsed("frozen.ffr");
+  std::vector<std::byte> freeze = f.skipped.at(0).bytes;
+  freeze.resize(freeze.size() - 1);  // cut inside the last opaque set
+  std::vector<const ff::rec::RecordingData*> recs;
+  for (const auto& d : f.recordings)
+    recs.push_back(d.get());
+  ff::format::WriteOptions o;
+  o.extra.push_back({ff::format::kSectionFreeze, ff::format::kSectionOptional,
+                     ff::format::kFileLevel, 1, freeze});
+  fs::path cut =
+      fs::temp_directory_path() / ("ff-tools-freeze-" + std::to_string(::getpid()) + ".ffr");
+  ff::write_file_atomic(cut.string(), ff::format::write(recs, o), false);
+  Result damaged = dump({cut.string()});
+  fs::remove(cut);
+  CHECK(damaged.status == 1);
+  CHECK_THAT(damaged.err, Contains("recording file: freeze data, byte"));
 }
 
 TEST_CASE("tools: recorder-dump: usage, --help, --version, a missing and a damaged file",
@@ -305,6 +469,17 @@ TEST_CASE("tools: recorder-replay refuses a capture, bad usage and a missing fil
   CHECK_THAT(size.err, Contains("inputK=N"));
   Result range = replay({data("gather.ffr"), "--size", "input7=3"});
   CHECK(range.status == 2);
+  // A negative or non-numeric size is refused as usage, before the file is read.
+  for (const char* bad : {"input0=-1", "input0=abc", "input0=", "input0=1e3"}) {
+    INFO(bad);
+    Result neg = replay({data("gather.ffr"), "--size", bad});
+    CHECK(neg.status == 2);
+    CHECK_THAT(neg.err, Contains(std::string("--size ") + bad + ":") &&
+                            Contains("not a whole number of elements"));
+    CHECK_THAT(neg.out, !Contains("replaying"));
+  }
+  Result neg_missing = replay({data("missing.ffr"), "--size", "input0=-1"});
+  CHECK(neg_missing.status == 2);
   Result none = replay({});
   CHECK(none.status == 2);
   CHECK_THAT(none.err, Contains("Usage"));

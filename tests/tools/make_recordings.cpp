@@ -1,6 +1,9 @@
 // Writes the sample recordings (tests/support/sample_recordings.h) as files into DIR: one
-// .ffr per sample, "multi.ffr" holding all of them, "capture.ffr" (a whole-session capture).
-// The tool tests' fixture, the fuzzer's seed corpus and the golden file come from here.
+// .ffr per sample, "multi.ffr" holding all of them, "capture.ffr" (a whole-session capture),
+// "reuse.ffr" (allocations that take a released buffer over) and "frozen.ffr" (a frozen
+// function's f.save: a struct, literals, an alias, a scalar, a written-back argument and an
+// opaque set). The tool tests' fixture, the fuzzer's seed corpus and the golden file come from
+// here.
 //
 //   ff_test_make_recordings DIR
 //   ff_test_make_recordings 0 --write-corpus DIR      (the same, as run_fuzzer.sh asks)
@@ -13,6 +16,63 @@
 #include "frontend/recording_state.h"
 #include "recorder/format_writer.h"
 #include "support/sample_recordings.h"
+
+namespace {
+
+struct Body {
+  ff::Float pos, vel;
+  int id = 0;
+};
+
+}  // namespace
+
+FF_STRUCT(Body, pos, vel, id)
+
+namespace {
+
+// Gathers at reversed indices keep every launch apart, so each eval allocates a buffer and
+// the optimiser hands the released one to the next allocation.
+ff::Recording reuse_recording() {
+  using ff::Float;
+  Float x = Float::from(std::vector<float>(64, 1.5f));
+  ff::eval(x);
+  return ff::record({x}, [&] {
+    ff::UInt32 i = ff::arange<ff::UInt32>(ff::width(x));
+    ff::UInt32 rev = ff::max_reduce(i) - i;
+    Float y = x;
+    for (int k = 0; k < 4; ++k) {
+      y = ff::gather<Float>(y, rev) * 2.f + 1.f;
+      ff::eval(y);
+    }
+    return std::vector<ff::AnyArray>{y};
+  });
+}
+
+// Leaves: b.pos, b.vel (inputs, one size group), dt (an input of size 1), scale (a literal of
+// size 1, made opaque by the second call), half (a literal of b.pos's size), w (dt again).
+void save_frozen(const std::string& path) {
+  using ff::Float;
+  auto f = ff::freeze(
+      [](Body& b, const Float& dt, const Float& scale, int mode, const Float& half,
+         const Float& w) {
+        b.vel = b.vel * scale + dt * w;
+        b.pos = b.pos + b.vel * half;
+        b.id += mode;
+        return ff::sum(b.pos);
+      },
+      ff::FreezeOptions{.name = "dumped", .version = "v7"});
+  for (float scale : {2.f, 3.f}) {
+    Body b{Float::from(std::vector<float>(100, 1.f)), Float::from(std::vector<float>(100, 0.f)), 7};
+    ff::eval(b.pos, b.vel);
+    Float dt = Float::from({0.1f});
+    ff::eval(dt);
+    Float half = ff::full<Float>(0.5f, ff::width(b.pos));
+    (void)f(b, dt, Float(scale), 3, half, dt);
+  }
+  f.save(path);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // "0 --write-corpus DIR" is how tests/fuzz/run_fuzzer.sh asks for a seed corpus.
@@ -32,6 +92,8 @@ int main(int argc, char** argv) {
       all.push_back(ff::detail::recording_state(r)->data.get());
     }
     ff::write_file_atomic((dir / "multi.ffr").string(), ff::format::write(all), false);
+    reuse_recording().save((dir / "reuse.ffr").string());
+    save_frozen((dir / "frozen.ffr").string());
 
     ff::init("record:llvm");
     ff::Float x = ff::Float::from({1.f, 2.f, 3.f});
@@ -39,8 +101,8 @@ int main(int argc, char** argv) {
     std::vector<float> host = y.to_vector();  // a host read: only a capture can hold it
     ff::capture().save((dir / "capture.ffr").string());
     ff::shutdown();
-    std::printf("wrote %zu recordings, multi.ffr and capture.ffr to %s\n", samples.size(),
-                dir.c_str());
+    std::printf("wrote %zu recordings, multi.ffr, reuse.ffr, frozen.ffr and capture.ffr to %s\n",
+                samples.size(), dir.c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "make_recordings: %s\n", e.what());
     return 1;

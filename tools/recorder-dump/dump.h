@@ -36,14 +36,18 @@ MemoryFigures memory_figures(const rec::RecordingData& d);
 void check_selection(const format::ParsedFile& file, const Options& options);
 
 /// The summary (versions, backend, counts, memory) and a table of ops with their slots and
-/// size expressions, per recording; with options.kernels each kernel's IR.
+/// size expressions, per recording; with options.kernels each kernel's IR. A saved frozen
+/// function's freeze section (keys, result shapes, written arguments, opaque sets) comes
+/// first. Throws ff::FormatError if that section is damaged.
 std::string text(const format::ParsedFile& file, const Options& options);
 
-/// The JSON form (schema kJsonSchema, version kJsonSchemaVersion).
+/// The JSON form (schema kJsonSchema, version kJsonSchemaVersion), the freeze section as
+/// "freeze". Throws ff::FormatError if that section is damaged.
 nlohmann::ordered_json json(const format::ParsedFile& file, const Options& options);
 
 /// A Graphviz digraph: ops as boxes, slots as ellipses (inputs, outputs and temporaries
-/// styled differently), an edge per read (slot -> op) and write (op -> slot).
+/// styled differently), an edge per read (slot -> op) and write (op -> slot), and one from
+/// the donor of a buffer an allocation takes over.
 std::string dot(const format::ParsedFile& file, const Options& options);
 
 struct DiffResult {

@@ -58,6 +58,8 @@ void recording_dot(std::string& s, const rec::RecordingData& d, size_t r) {
     std::string extra = detail::op_detail(d, op, false);
     if (op.code == rec::OpCode::Launch)
       extra = "k" + std::to_string(op.kernel);
+    if (op.code == rec::OpCode::Alloc && op.src != rec::kNone)
+      extra += " (reuses s" + std::to_string(op.src) + "'s buffer)";
     if (!extra.empty())
       label += " " + extra;
     if (op.size_expr != rec::kNone)
@@ -66,6 +68,9 @@ void recording_dot(std::string& s, const rec::RecordingData& d, size_t r) {
     std::string slot = p + "s" + std::to_string(op.dst);
     if (op.code == rec::OpCode::Alloc) {
       s += "    " + node + " -> " + slot + " [style=dotted, label=\"alloc\"];\n";
+      if (op.src != rec::kNone)  // the donor's buffer is taken over: the donor ends here
+        s += "    " + p + "s" + std::to_string(op.src) + " -> " + node +
+             " [style=dashed, arrowhead=tee, color=darkorange, label=\"buffer taken over\"];\n";
       continue;
     }
     if (op.code == rec::OpCode::Release) {

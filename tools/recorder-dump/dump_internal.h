@@ -1,10 +1,13 @@
 // Helpers shared by the dump views (not part of ff_dump's interface).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "dump.h"
+#include "recorder/freeze_section.h"
 #include "recorder/recording.h"
 
 namespace ff::dump::detail {
@@ -30,5 +33,20 @@ std::string guard_line(const rec::RecordingData& d, const rec::Guard& g);
 
 /// The recordings `options` selects.
 std::vector<size_t> selected(size_t n_recordings, const std::optional<size_t>& one);
+
+/// Whether `s` is a saved frozen function's freeze section (the reader keeps it as skipped).
+bool is_freeze_section(const format::RawSection& s);
+
+/// The file's freeze section, decoded and validated; nullopt when it has none. Throws
+/// ff::FormatError when it is damaged.
+std::optional<format::FreezeSection> freeze_section(const format::ParsedFile& file);
+
+/// The freeze section for the text view: the function's name, version and layout, per held
+/// recording (the selected one only with options.recording) its key decoded (arguments,
+/// leaves), result shape and written arguments, and the opaque sets.
+std::string freeze_text(const format::FreezeSection& s, const Options& options);
+
+/// The same for the JSON view (the top-level "freeze" object).
+nlohmann::ordered_json freeze_json(const format::FreezeSection& s, const Options& options);
 
 }  // namespace ff::dump::detail

@@ -1,4 +1,6 @@
 // recorder-dump --json: the documented JSON form (docs/recording-format.md).
+#include <optional>
+
 #include "dump.h"
 #include "dump_internal.h"
 #include "recorder/size_eval.h"
@@ -35,6 +37,15 @@ nlohmann::ordered_json recording_json(const rec::RecordingData& d, size_t r, con
   j["peak_bytes"] = m.peak_bytes;
   j["memory_exact"] = m.exact;
 
+  // Buffer reuse (format 1.2): an Alloc whose src names a donor slot takes its buffer over.
+  std::vector<uint32_t> reuses(d.slots.size(), rec::kNone), taken_by(d.slots.size(), rec::kNone);
+  for (const rec::Op& op : d.ops)
+    if (op.code == rec::OpCode::Alloc && op.src != rec::kNone && op.src < d.slots.size() &&
+        op.dst < d.slots.size()) {
+      reuses[op.dst] = op.src;
+      taken_by[op.src] = op.dst;
+    }
+  auto slot_or_null = [](uint32_t s) { return s == rec::kNone ? json(nullptr) : json(s); };
   json slots = json::array();
   for (size_t i = 0; i < d.slots.size(); ++i) {
     const rec::Slot& s = d.slots[i];
@@ -44,7 +55,9 @@ nlohmann::ordered_json recording_json(const rec::RecordingData& d, size_t r, con
          {"origin", to_string(s.origin)},
          {"origin_index", s.origin_index == rec::kNone ? json(nullptr) : json(s.origin_index)},
          {"recorded_size", s.recorded_size},
-         {"size", expr_or_null(d, s.size_expr)}});
+         {"size", expr_or_null(d, s.size_expr)},
+         {"reuses", slot_or_null(reuses[i])},
+         {"buffer_taken_over_by", slot_or_null(taken_by[i])}});
   }
   j["slots"] = std::move(slots);
 
@@ -60,6 +73,8 @@ nlohmann::ordered_json recording_json(const rec::RecordingData& d, size_t r, con
     if (op.code == rec::OpCode::Alloc || op.code == rec::OpCode::Release) {
       accesses.push_back(
           {{"slot", op.dst}, {"access", op.code == rec::OpCode::Alloc ? "alloc" : "release"}});
+      if (op.code == rec::OpCode::Alloc && op.src != rec::kNone)  // the donor ends here
+        accesses.push_back({{"slot", op.src}, {"access", "taken_over"}});
     } else {
       rec::op_uses(d, op, uses);
       for (const rec::SlotUse& u : uses)
@@ -72,6 +87,7 @@ nlohmann::ordered_json recording_json(const rec::RecordingData& d, size_t r, con
     switch (op.code) {
       case rec::OpCode::Alloc:
         jo["type"] = to_string(op.type);
+        jo["reuses"] = op.src == rec::kNone ? json(nullptr) : json(op.src);
         break;
       case rec::OpCode::Copy:
         jo["kind"] = to_string(static_cast<CopyKind>(op.sub));
@@ -169,14 +185,16 @@ nlohmann::ordered_json json(const format::ParsedFile& file, const Options& optio
   for (const format::SectionInfo& s : file.sections)
     sections.push_back(
         {{"type", s.entry.type},
-         {"name",
-          s.known ? format::to_string(static_cast<format::SectionType>(s.entry.type)) : "unknown"},
+         {"name", s.known || s.entry.type == format::kSectionFreeze
+                      ? format::to_string(static_cast<format::SectionType>(s.entry.type))
+                      : "unknown"},
          {"recording",
           s.entry.recording == format::kFileLevel ? json(nullptr) : json(s.entry.recording)},
          {"optional", (s.entry.flags & format::kSectionOptional) != 0},
          {"offset", s.entry.offset},
          {"bytes", s.entry.n_bytes},
          {"items", s.entry.n_items}});
+  std::optional<format::FreezeSection> freeze = detail::freeze_section(file);
   j["file"] = {{"format_version",
                 std::to_string(file.version_major) + "." + std::to_string(file.version_minor)},
                {"library_version", file.library_version},
@@ -184,6 +202,7 @@ nlohmann::ordered_json json(const format::ParsedFile& file, const Options& optio
                {"bytes", file.file_bytes},
                {"recordings", file.recordings.size()},
                {"sections", std::move(sections)}};
+  j["freeze"] = freeze ? detail::freeze_json(*freeze, options) : json(nullptr);
   json recs = json::array();
   for (size_t r : detail::selected(file.recordings.size(), options.recording))
     recs.push_back(recording_json(*file.recordings[r], r, options));

@@ -1,7 +1,9 @@
 // recorder-dump's text view: a summary per recording and a table of its ops.
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "dump.h"
 #include "dump_internal.h"
@@ -73,17 +75,26 @@ void recording_text(std::string& s, const rec::RecordingData& d, size_t r, const
       s += ", size " + rec::expr_to_string(d, sl.size_expr);
     s += "\n";
   }
-  s += "  ops:\n    " + pad("#", 6) + pad("op", 11) + pad("slots", 24) + pad("size", 26) +
-       pad("recorded", 10) + "details\n";
-  for (size_t i = 0; i < d.ops.size(); ++i) {
-    const rec::Op& op = d.ops[i];
+  // The slots and size columns are as wide as their longest entry ("s5 new, s3 end (its
+  // buffer)" of a reused allocation, a long size expression) and two spaces.
+  std::vector<std::string> slot_cells, size_cells;
+  size_t slots_width = 24, size_width = 26;
+  for (const rec::Op& op : d.ops) {
     std::string slots;
     for (const std::string& x : detail::op_slots(d, op))
       slots += (slots.empty() ? "" : ", ") + x;
-    std::string size = detail::op_size(d, op);
-    s += "    " + pad(std::to_string(i), 6) + pad(rec::to_string(op.code), 11) + pad(slots, 24) +
-         pad(size, 26) + pad(detail::op_size_value(d, op), 10) + detail::op_detail(d, op, false) +
-         "\n";
+    slots_width = std::max(slots_width, slots.size() + 2);
+    slot_cells.push_back(std::move(slots));
+    size_cells.push_back(detail::op_size(d, op));
+    size_width = std::max(size_width, size_cells.back().size() + 2);
+  }
+  s += "  ops:\n    " + pad("#", 6) + pad("op", 11) + pad("slots", slots_width) +
+       pad("size", size_width) + pad("recorded", 10) + "details\n";
+  for (size_t i = 0; i < d.ops.size(); ++i) {
+    const rec::Op& op = d.ops[i];
+    s += "    " + pad(std::to_string(i), 6) + pad(rec::to_string(op.code), 11) +
+         pad(slot_cells[i], slots_width) + pad(size_cells[i], size_width) +
+         pad(detail::op_size_value(d, op), 10) + detail::op_detail(d, op, false) + "\n";
   }
   if (!d.guards.empty()) {
     s += "  guards:\n";
@@ -125,9 +136,13 @@ std::string text(const format::ParsedFile& file, const Options& options) {
                   file.library_version + ", " + grouped(file.file_bytes) + " bytes, " +
                   std::to_string(file.recordings.size()) + " recording(s), backend '" +
                   file.backend + "'\n";
-  if (!file.skipped.empty())
-    s += "  " + std::to_string(file.skipped.size()) +
-         " optional section(s) of a newer format skipped\n";
+  size_t unknown = 0;
+  for (const format::RawSection& raw : file.skipped)
+    unknown += !detail::is_freeze_section(raw);
+  if (unknown)
+    s += "  " + std::to_string(unknown) + " optional section(s) of a newer format skipped\n";
+  if (std::optional<format::FreezeSection> freeze = detail::freeze_section(file))
+    s += detail::freeze_text(*freeze, options);
   for (size_t r : detail::selected(file.recordings.size(), options.recording))
     recording_text(s, *file.recordings[r], r, options);
   return s;

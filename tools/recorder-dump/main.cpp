@@ -13,6 +13,7 @@
 #include "freezeframe/errors.h"
 #include "recorder/format.h"
 #include "recorder/format_reader.h"
+#include "tools/parse_count.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Shows what a freezeframe recording file holds.", "recorder-dump"};
@@ -22,7 +23,7 @@ int main(int argc, char** argv) {
                                         std::to_string(ff::format::kVersionMinor) + ")");
   std::string file, other;
   bool kernels = false, json = false, dot = false;
-  std::optional<size_t> recording;
+  std::optional<std::string> recording;  // checked against the file's count once it is read
   app.add_option("FILE", file, "recording file (.ffr)")->required();
   app.add_flag("--kernels", kernels, "print each kernel's IR");
   auto* json_opt =
@@ -52,7 +53,6 @@ int main(int argc, char** argv) {
 
   ff::dump::Options options;
   options.kernels = kernels;
-  options.recording = recording;
   bool diffing = !other.empty();
   ff::format::ParsedFile a, b;
   try {
@@ -62,6 +62,16 @@ int main(int argc, char** argv) {
   } catch (const ff::Error& e) {
     std::cerr << "recorder-dump: " << e.what() << "\n";
     return diffing ? 2 : 1;
+  }
+  if (recording) {
+    std::optional<uint64_t> k = ff::tools::parse_count(*recording);
+    if (!k || *k >= a.recordings.size()) {
+      std::cerr << "recorder-dump: --recording " << *recording << ": "
+                << (k ? "" : "not a recording index: ") << "the file holds " << a.recordings.size()
+                << " recording(s), numbered from 0\n";
+      return 2;
+    }
+    options.recording = *k;
   }
   try {
     if (diffing) {
@@ -75,6 +85,9 @@ int main(int argc, char** argv) {
       std::cout << ff::dump::dot(a, options);
     else
       std::cout << ff::dump::text(a, options);
+  } catch (const ff::FormatError& e) {  // a damaged freeze section
+    std::cerr << "recorder-dump: " << e.what() << "\n";
+    return diffing ? 2 : 1;
   } catch (const ff::Error& e) {
     std::cerr << "recorder-dump: " << e.what() << "\n";
     return 2;

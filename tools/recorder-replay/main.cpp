@@ -14,6 +14,7 @@
 #include <numeric>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/version.h"
@@ -23,6 +24,7 @@
 #include "recorder/size_eval.h"
 #include "replay/replay_plan.h"
 #include "replay/replayer.h"
+#include "tools/parse_count.h"
 #include "tracer/device.h"
 
 namespace {
@@ -85,10 +87,37 @@ std::vector<std::byte> generate(ff::ScalarType type, uint64_t n, uint64_t seed, 
   return out;
 }
 
+/// A --size option: input `input` gets `size` elements.
+struct SizeOverride {
+  std::string text;  // as given, for messages
+  uint64_t input = 0, size = 0;
+};
+
+/// The --size options, checked before the file is read: "inputK=N" with K and N whole numbers
+/// (a negative or non-numeric size is a usage error here, not a failed allocation later).
+std::vector<SizeOverride> parse_sizes(const std::vector<std::string>& options) {
+  std::vector<SizeOverride> out;
+  for (const std::string& o : options) {
+    size_t eq = o.find('=');
+    std::optional<uint64_t> k, v;
+    if (eq != std::string::npos && o.compare(0, 5, "input") == 0) {
+      k = ff::tools::parse_count(std::string_view(o).substr(5, eq - 5));
+      v = ff::tools::parse_count(std::string_view(o).substr(eq + 1));
+    }
+    if (!k)
+      throw UsageError("--size " + o + ": expected inputK=N, e.g. input0=4096");
+    if (!v)
+      throw UsageError("--size " + o + ": the size '" + o.substr(eq + 1) +
+                       "' is not a whole number of elements (0 or more, e.g. input0=4096)");
+    out.push_back({o, *k, *v});
+  }
+  return out;
+}
+
 /// Input sizes: the recorded ones, then --size overrides; inputs that an equality guard ties
 /// to an overridden input (size(a) == size(b) was true) follow it.
 std::vector<uint64_t> input_sizes(const ff::rec::RecordingData& d,
-                                  const std::vector<std::string>& overrides) {
+                                  const std::vector<SizeOverride>& overrides) {
   size_t n = d.inputs.size();
   std::vector<uint64_t> size(n);
   for (size_t k = 0; k < n; ++k)
@@ -123,18 +152,11 @@ std::vector<uint64_t> input_sizes(const ff::rec::RecordingData& d,
         parent[root(k)] = root(j);
 
   std::vector<std::optional<uint64_t>> set(n);
-  for (const std::string& o : overrides) {
-    size_t eq = o.find('=');
-    unsigned long long k = 0, v = 0;
-    char tail = 0;
-    if (eq == std::string::npos || o.compare(0, 5, "input") != 0 ||
-        std::sscanf(o.substr(5, eq - 5).c_str(), "%llu%c", &k, &tail) != 1 ||
-        std::sscanf(o.substr(eq + 1).c_str(), "%llu%c", &v, &tail) != 1)
-      throw UsageError("--size " + o + ": expected inputK=N, e.g. input0=4096");
-    if (k >= n)
-      throw UsageError("--size " + o + ": the recording has " + std::to_string(n) +
+  for (const SizeOverride& o : overrides) {
+    if (o.input >= n)
+      throw UsageError("--size " + o.text + ": the recording has " + std::to_string(n) +
                        " input(s), numbered from 0");
-    set[k] = v;
+    set[o.input] = o.size;
   }
   for (size_t k = 0; k < n; ++k)
     if (set[k])
@@ -249,7 +271,8 @@ int run(int argc, char** argv) {
                        std::string("recorder-replay (freezeframe ") + ff::library_version() + ")");
   std::string file, backend_spec, trace_path;
   std::vector<std::string> sizes;
-  size_t repeat = 1, recording = 0;
+  std::string recording_arg = "0";  // checked against the file's count once it is read
+  size_t repeat = 1;
   uint64_t seed = 1;
   bool sync_each = false;
   app.add_option("FILE", file, "recording file (.ffr)")->required();
@@ -264,7 +287,7 @@ int run(int argc, char** argv) {
   app.add_option("--trace", trace_path, "write a Chrome trace-event file of the replays")
       ->type_name("OUT.json");
   app.add_flag("--sync-each", sync_each, "wait after every op, so spans are execution times");
-  app.add_option("--recording", recording, "replay recording K of a file holding several")
+  app.add_option("--recording", recording_arg, "replay recording K of a file holding several")
       ->type_name("K");
   app.add_option("--seed", seed, "seed of the generated input values (default 1)");
   try {
@@ -279,6 +302,13 @@ int run(int argc, char** argv) {
     std::cerr << "recorder-replay: " << e.what() << "\n\n" << app.help();
     return 2;
   }
+  std::vector<SizeOverride> size_overrides;
+  try {
+    size_overrides = parse_sizes(sizes);
+  } catch (const UsageError& e) {
+    std::cerr << "recorder-replay: " << e.what() << "\n";
+    return 2;
+  }
 
   ff::format::ParsedFile parsed;
   try {
@@ -287,11 +317,14 @@ int run(int argc, char** argv) {
     std::cerr << "recorder-replay: " << e.what() << "\n";
     return 1;
   }
-  if (recording >= parsed.recordings.size()) {
-    std::cerr << "recorder-replay: --recording " << recording << ": the file holds "
+  std::optional<uint64_t> index = ff::tools::parse_count(recording_arg);
+  if (!index || *index >= parsed.recordings.size()) {
+    std::cerr << "recorder-replay: --recording " << recording_arg << ": "
+              << (index ? "" : "not a recording index: ") << "the file holds "
               << parsed.recordings.size() << " recording(s), numbered from 0\n";
     return 2;
   }
+  size_t recording = *index;
   std::shared_ptr<const ff::rec::RecordingData> data = parsed.recordings[recording];
   const ff::rec::RecordingData& d = *data;
   if (d.is_capture) {
@@ -303,7 +336,7 @@ int run(int argc, char** argv) {
   }
   std::vector<uint64_t> in_sizes;
   try {
-    in_sizes = input_sizes(d, sizes);
+    in_sizes = input_sizes(d, size_overrides);
   } catch (const UsageError& e) {
     std::cerr << "recorder-replay: " << e.what() << "\n";
     return 2;

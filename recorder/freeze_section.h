@@ -1,0 +1,154 @@
+// The freeze section of a saved frozen function (docs/recording-format.md, "The freeze
+// section"): its plain data, and the one encoder and decoder of its bytes, of the keys and of
+// the result shapes in it. Knows nothing of the front end: f.save / f.load and recorder-dump
+// both use it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "freezeframe/scalar_type.h"
+
+namespace ff::format {
+
+/// The layout this build writes. Layout 1 (until the literal size classes) is still read.
+inline constexpr uint32_t kFreezeLayout = 2;
+inline constexpr uint32_t kFreezeLayoutOldest = 1;
+
+/// Before each argument of a key's shape part.
+inline constexpr uint8_t kArgumentMarker = 0xA0;
+
+/// Node tokens of shapes (ScanVisitor's encoding; the front end's ff::detail::Node has the
+/// same values). Persisted: never renumber.
+enum class ShapeToken : uint8_t {
+  Array = 1,     // + element type (u8)
+  Scalar = 2,    // + tag (u8: size in bytes << 2 | is_float << 1 | is_signed) + the value bytes
+  String = 3,    // + length (u64) + the bytes
+  Vector = 4,    // + element count (u64), then the elements
+  StdArray = 5,  // as Vector
+  Tuple = 6,     // as Vector
+  Optional = 7,  // + count (u64, 0 or 1), then the value
+  Map = 8,       // + entry count (u64), then per entry its key (a String node) and its value
+  Struct = 9,    // + field count (u64) + FNV-1a hash of the FF_STRUCT name (u64), then fields
+};
+
+/// "array", "value", "string", "vector", "std::array", "tuple", "optional", "map", "struct".
+const char* to_string(ShapeToken t);
+
+/// One node of a decoded shape.
+struct ShapeNode {
+  ShapeToken token = ShapeToken::Array;
+  ScalarType type = ScalarType::Float32;  // Array: element type
+  uint8_t tag = 0;                        // Scalar: size << 2 | is_float << 1 | is_signed
+  std::vector<uint8_t> bytes;             // Scalar: the value; String: the characters
+  uint64_t name_hash = 0;                 // Struct
+  std::vector<ShapeNode> children;        // elements, fields; Map: key, value, key, value, ...
+};
+
+/// A scalar's size in bytes, from its tag.
+inline size_t scalar_bytes(uint8_t tag) {
+  return tag >> 2;
+}
+
+/// "int32", "uint8", "float64", ... from a scalar's tag (bool reads as uint8).
+std::string scalar_type_name(uint8_t tag);
+
+/// How a leaf of a key reaches the recording (the key's tracer part). Persisted.
+enum class LeafKind : uint8_t {
+  Input = 0,    // + size group (u32): inputs sharing a size share a group, numbered by first use
+  Alias = 1,    // + leaf (i32): the same array as that earlier leaf
+  Literal = 2,  // + bits (u64) + size class (layout 2; layout 1: + size u64)
+};
+
+/// A literal leaf's size in its key. Persisted (the class byte of layout 2).
+enum class LiteralSize : uint8_t {
+  One = 0,    // size 1
+  Group = 1,  // + u32: the size of input size group g
+  Exact = 2,  // + u64: this size
+  // Layout 1 only (not a class byte there): the size came from another array (size ~0).
+  FromArray = 255,
+};
+
+struct KeyLeaf {
+  LeafKind kind = LeafKind::Input;
+  uint32_t group = 0;  // Input; Literal of class Group
+  int32_t alias = -1;  // Alias
+  uint64_t bits = 0;   // Literal: the value's bits
+  LiteralSize size_class = LiteralSize::One;
+  uint64_t size = 0;  // Literal of class Exact (layout 1: the size, unless FromArray)
+};
+
+/// A key decoded: the arguments' shapes, then the tracer part.
+struct DecodedKey {
+  std::vector<ShapeNode> arguments;  // one per argument
+  bool debug = false;                // Flag::Debug was on
+  std::vector<KeyLeaf> leaves;       // one per Array node, in walking order
+};
+
+/// What the tracer knew of one leaf when it keyed the call.
+struct FreezeLeafInfo {
+  ScalarType type = ScalarType::Float32;
+  bool literal = false;
+  bool size_has_prov = false;  // the size came from an array (else a plain constant)
+  uint64_t bits = 0;           // literal: the value's bits
+  uint64_t size = 0;           // element count
+};
+
+/// One recording the function held.
+struct FreezeRecord {
+  uint32_t recording = 0;    // its index among the file's recordings
+  uint32_t shape_bytes = 0;  // of the key: the arguments' shape; the rest is the tracer part
+  std::vector<uint8_t> key;
+  std::vector<FreezeLeafInfo> infos;  // one per leaf
+  std::vector<uint8_t> out_shape;     // the result, then the written arguments (bare nodes)
+  std::vector<uint8_t> written;       // one byte per argument: 1 where the body wrote it
+  bool tolerant = false;              // verify compares floats within tolerance
+};
+
+/// The leaves made opaque for calls whose argument shape hashes to `shape_hash`.
+struct OpaqueSet {
+  uint64_t shape_hash = 0;  // XXH3-64 of the argument shape
+  std::vector<uint32_t> ordinals;
+};
+
+struct FreezeSection {
+  uint32_t layout = kFreezeLayout;
+  std::string version;  // FreezeOptions::version
+  std::string name;     // the function's name when it was saved
+  std::vector<FreezeRecord> records;
+  std::vector<OpaqueSet> opaque;
+};
+
+/// The section's bytes, in `s.layout` (the caller's records must be of that layout's keys).
+std::vector<std::byte> encode_freeze_section(const FreezeSection& s);
+
+/// Decodes and validates the section of a file whose recordings have `n_outputs[k]` outputs
+/// each: counts and lengths, flags, element types, the recording indices (each used once),
+/// each key (its shape, its tracer part: one entry per leaf, matching the leaf infos), each
+/// result shape (as many arrays as the recording's outputs, one node per written argument
+/// and the result) and the written flags (one per argument). Throws ff::FormatError
+/// "<where>: freeze data, byte N: <what>".
+FreezeSection decode_freeze_section(std::span<const std::byte> bytes,
+                                    std::span<const size_t> n_outputs, const std::string& where);
+
+/// Decodes a key of `layout`. Throws ff::FormatError as decode_freeze_section, with byte
+/// offsets from `base` (where the key starts in the section).
+DecodedKey decode_key(std::span<const uint8_t> key, size_t shape_bytes, uint32_t layout,
+                      const std::string& where, size_t base = 0);
+
+/// Decodes a shape: with `arguments` a key's shape part (each node after kArgumentMarker),
+/// else a result shape (bare nodes). Throws ff::FormatError as decode_key.
+std::vector<ShapeNode> decode_shape(std::span<const uint8_t> shape, bool arguments,
+                                    const std::string& where, size_t base = 0);
+
+/// Whether two nodes are of one C++ type: the same tokens, element and scalar types, struct
+/// names and fixed counts (tuples, std::arrays, structs); container lengths and values aside.
+bool same_type(const ShapeNode& a, const ShapeNode& b);
+
+/// The Array nodes in `nodes`, nested ones included.
+size_t count_arrays(std::span<const ShapeNode> nodes);
+
+}  // namespace ff::format

@@ -1,0 +1,408 @@
+// recorder-dump's view of a saved frozen function's freeze section (f.save): the keys, result
+// shapes and written arguments of the recordings it held, readable, for the text and JSON
+// views. The bytes are decoded by recorder/freeze_section.h.
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+
+#include "dump_internal.h"
+
+namespace ff::dump::detail {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::string hex64(uint64_t v) {
+  char buf[20];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+/// Printable ASCII as it is, every other byte as \xNN (so JSON gets valid UTF-8 too).
+std::string escaped(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7f && c != '\\' && c != '"') {
+      out += c;
+    } else if (c == '\\' || c == '"') {
+      out += '\\';
+      out += c;
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", u);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+std::string escaped(const std::vector<uint8_t>& b) {
+  return escaped(std::string(b.begin(), b.end()));
+}
+
+/// For JSON (which quotes by itself): bytes outside printable ASCII as \xNN.
+std::string printable(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7f && c != '\\') {
+      out += c;
+    } else if (c == '\\') {
+      out += "\\\\";
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", u);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+std::string printable(const std::vector<uint8_t>& b) {
+  return printable(std::string(b.begin(), b.end()));
+}
+
+template <class F>
+std::string shortest(F v) {
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+/// A scalar node's value, decoded by its tag.
+std::string scalar_value(const format::ShapeNode& n) {
+  size_t bytes = format::scalar_bytes(n.tag);
+  bool is_float = n.tag & 2, is_signed = n.tag & 1;
+  if (n.bytes.size() != bytes || bytes > 8) {  // long double, __int128: the bytes
+    std::string s = "0x";
+    for (size_t i = n.bytes.size(); i-- > 0;) {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%02x", n.bytes[i]);
+      s += buf;
+    }
+    return s;
+  }
+  if (is_float && bytes == 4) {
+    float f;
+    std::memcpy(&f, n.bytes.data(), 4);
+    return shortest(f);
+  }
+  if (is_float && bytes == 8) {
+    double d;
+    std::memcpy(&d, n.bytes.data(), 8);
+    return shortest(d);
+  }
+  uint64_t u = 0;
+  std::memcpy(&u, n.bytes.data(), bytes);
+  if (is_signed && bytes < 8 && (u >> (8 * bytes - 1)) & 1)  // sign-extend
+    u |= ~uint64_t{0} << (8 * bytes);
+  return is_signed ? std::to_string(static_cast<int64_t>(u)) : std::to_string(u);
+}
+
+/// `bits` of an array element of type `t` (a literal's value).
+std::string element_value(ScalarType t, uint64_t bits) {
+  switch (t) {
+    case ScalarType::Bool:
+      return bits ? "true" : "false";
+    case ScalarType::Int32:
+      return std::to_string(static_cast<int32_t>(bits));
+    case ScalarType::UInt32:
+      return std::to_string(static_cast<uint32_t>(bits));
+    case ScalarType::Int64:
+      return std::to_string(static_cast<int64_t>(bits));
+    case ScalarType::UInt64:
+      return std::to_string(bits);
+    case ScalarType::Float32: {
+      float f;
+      auto b = static_cast<uint32_t>(bits);
+      std::memcpy(&f, &b, 4);
+      return shortest(f);
+    }
+    case ScalarType::Float64: {
+      double d;
+      std::memcpy(&d, &bits, 8);
+      return shortest(d);
+    }
+  }
+  return "?";
+}
+
+/// "struct 8f3a... {array float32, value int32 5}", "vector(2) {...}", "string \"a\"".
+std::string node_text(const format::ShapeNode& n) {
+  switch (n.token) {
+    case format::ShapeToken::Array:
+      return std::string("array ") + to_string(n.type);
+    case format::ShapeToken::Scalar:
+      return "value " + format::scalar_type_name(n.tag) + " " + scalar_value(n);
+    case format::ShapeToken::String:
+      return "string \"" + escaped(n.bytes) + "\"";
+    default:
+      break;
+  }
+  std::string s = format::to_string(n.token);
+  if (n.token == format::ShapeToken::Struct)
+    s += " " + hex64(n.name_hash);
+  else
+    s += "(" +
+         std::to_string(n.token == format::ShapeToken::Map ? n.children.size() / 2
+                                                           : n.children.size()) +
+         ")";
+  if (n.children.empty())
+    return s + " {}";
+  s += " {";
+  for (size_t i = 0; i < n.children.size(); ++i) {
+    if (n.token == format::ShapeToken::Map) {
+      s += (i ? ", \"" : "\"") + escaped(n.children[i].bytes) +
+           "\": " + node_text(n.children[i + 1]);
+      ++i;
+    } else {
+      s += (i ? ", " : "") + node_text(n.children[i]);
+    }
+  }
+  return s + "}";
+}
+
+json node_json(const format::ShapeNode& n) {
+  json j = {{"node", format::to_string(n.token)}};
+  switch (n.token) {
+    case format::ShapeToken::Array:
+      j["type"] = to_string(n.type);
+      return j;
+    case format::ShapeToken::Scalar:
+      j["type"] = format::scalar_type_name(n.tag);
+      j["value"] = scalar_value(n);
+      return j;
+    case format::ShapeToken::String:
+      j["value"] = printable(n.bytes);
+      return j;
+    default:
+      break;
+  }
+  if (n.token == format::ShapeToken::Struct)
+    j["name_hash"] = hex64(n.name_hash);
+  json items = json::array();
+  if (n.token == format::ShapeToken::Map) {
+    for (size_t i = 0; i + 1 < n.children.size(); i += 2)
+      items.push_back(
+          {{"key", printable(n.children[i].bytes)}, {"value", node_json(n.children[i + 1])}});
+    j["count"] = items.size();
+    j["entries"] = std::move(items);
+    return j;
+  }
+  for (const format::ShapeNode& c : n.children)
+    items.push_back(node_json(c));
+  j["count"] = items.size();
+  j[n.token == format::ShapeToken::Struct ? "fields" : "elements"] = std::move(items);
+  return j;
+}
+
+/// The paths of the Array nodes under `n`, in walking order: args[0].1 (a struct's field 1),
+/// args[1][2] (an element), args[2]["k"] (a map's value).
+void leaf_paths(const format::ShapeNode& n, const std::string& path,
+                std::vector<std::string>& out) {
+  if (n.token == format::ShapeToken::Array) {
+    out.push_back(path);
+    return;
+  }
+  for (size_t i = 0; i < n.children.size(); ++i) {
+    if (n.token == format::ShapeToken::Map) {
+      leaf_paths(n.children[i + 1], path + "[\"" + escaped(n.children[i].bytes) + "\"]", out);
+      ++i;
+    } else if (n.token == format::ShapeToken::Struct) {
+      leaf_paths(n.children[i], path + "." + std::to_string(i), out);
+    } else {
+      leaf_paths(n.children[i], path + "[" + std::to_string(i) + "]", out);
+    }
+  }
+}
+
+/// A literal's size class: "size 1", "size of group 0", "size 100", "size of another array".
+std::string literal_size(const format::KeyLeaf& l) {
+  switch (l.size_class) {
+    case format::LiteralSize::One:
+      return "size 1";
+    case format::LiteralSize::Group:
+      return "size of group " + std::to_string(l.group);
+    case format::LiteralSize::Exact:
+      return "size " + std::to_string(l.size);
+    case format::LiteralSize::FromArray:
+      return "size of another array";
+  }
+  return "?";
+}
+
+const char* size_class_name(format::LiteralSize c) {
+  switch (c) {
+    case format::LiteralSize::One:
+      return "one";
+    case format::LiteralSize::Group:
+      return "group";
+    case format::LiteralSize::Exact:
+      return "exact";
+    case format::LiteralSize::FromArray:
+      return "from_array";
+  }
+  return "?";
+}
+
+/// One held recording, decoded for both views.
+struct Held {
+  const format::FreezeRecord* rec;
+  format::DecodedKey key;
+  std::vector<std::string> paths;                             // per leaf
+  std::vector<format::ShapeNode> result;                      // 0 or 1 node
+  std::vector<std::pair<size_t, format::ShapeNode>> written;  // argument, its shape after
+};
+
+Held decode_held(const format::FreezeRecord& rec, uint32_t layout) {
+  Held h{&rec, format::decode_key(rec.key, rec.shape_bytes, layout, "recording file"), {}, {}, {}};
+  for (size_t a = 0; a < h.key.arguments.size(); ++a)
+    leaf_paths(h.key.arguments[a], "args[" + std::to_string(a) + "]", h.paths);
+  std::vector<format::ShapeNode> out = format::decode_shape(rec.out_shape, false, "recording file");
+  size_t n_written = 0;
+  for (uint8_t w : rec.written)
+    n_written += w;
+  size_t next = 0;
+  if (out.size() > n_written)  // decode checked: the result, then one node per written argument
+    h.result.push_back(std::move(out[next++]));
+  for (size_t a = 0; a < rec.written.size() && next < out.size(); ++a)
+    if (rec.written[a])
+      h.written.emplace_back(a, std::move(out[next++]));
+  return h;
+}
+
+std::string leaf_text(const Held& h, size_t i) {
+  const format::KeyLeaf& l = h.key.leaves[i];
+  const format::FreezeLeafInfo& li = h.rec->infos[i];
+  switch (l.kind) {
+    case format::LeafKind::Input:
+      return "input (size group " + std::to_string(l.group) + "), recorded size " +
+             std::to_string(li.size);
+    case format::LeafKind::Alias:
+      return "alias of leaf " + std::to_string(l.alias);
+    case format::LeafKind::Literal:
+      return "literal " + element_value(li.type, l.bits) + ", " + literal_size(l);
+  }
+  return "?";
+}
+
+std::vector<const format::FreezeRecord*> selected_records(const format::FreezeSection& s,
+                                                          const Options& o) {
+  std::vector<const format::FreezeRecord*> out;
+  for (const format::FreezeRecord& r : s.records)
+    if (!o.recording || r.recording == *o.recording)
+      out.push_back(&r);
+  return out;
+}
+
+}  // namespace
+
+bool is_freeze_section(const format::RawSection& s) {
+  return s.type == format::kSectionFreeze && s.recording == format::kFileLevel;
+}
+
+std::optional<format::FreezeSection> freeze_section(const format::ParsedFile& file) {
+  for (const format::RawSection& s : file.skipped)
+    if (is_freeze_section(s)) {
+      std::vector<size_t> n_outputs;
+      for (const auto& d : file.recordings)
+        n_outputs.push_back(d->outputs.size());
+      return format::decode_freeze_section(s.bytes, n_outputs, "recording file");
+    }
+  return std::nullopt;
+}
+
+std::string freeze_text(const format::FreezeSection& s, const Options& o) {
+  std::string t = "  frozen function '" + escaped(s.name) + "' (saved by f.save): version '" +
+                  escaped(s.version) + "', freeze layout " + std::to_string(s.layout) + ", " +
+                  std::to_string(s.records.size()) + " recording(s) held, " +
+                  std::to_string(s.opaque.size()) + " opaque set(s)\n";
+  for (const format::FreezeRecord* rec : selected_records(s, o)) {
+    Held h = decode_held(*rec, s.layout);
+    t += "    held recording " + std::to_string(rec->recording) + ": " +
+         std::to_string(h.key.arguments.size()) + " argument(s), " +
+         std::to_string(h.key.leaves.size()) + " array leaf(s)" +
+         (h.key.debug ? ", keyed with Flag::Debug on" : "") +
+         (rec->tolerant ? ", verify within tolerance" : ", verify exact") + "\n";
+    for (size_t a = 0; a < h.key.arguments.size(); ++a)
+      t += "      args[" + std::to_string(a) + "]: " + node_text(h.key.arguments[a]) + "\n";
+    for (size_t i = 0; i < h.key.leaves.size(); ++i)
+      t += "      leaf " + std::to_string(i) + " " + h.paths[i] + " " +
+           to_string(rec->infos[i].type) + ": " + leaf_text(h, i) + "\n";
+    t +=
+        "      result: " + (h.result.empty() ? std::string("none") : node_text(h.result[0])) + "\n";
+    if (h.written.empty())
+      t += "      written back: none\n";
+    for (const auto& [a, node] : h.written)
+      t += "      written back: args[" + std::to_string(a) + "]: " + node_text(node) + "\n";
+  }
+  for (const format::OpaqueSet& set : s.opaque) {
+    t += "    opaque for argument shape " + hex64(set.shape_hash) + ": leaves";
+    for (size_t i = 0; i < set.ordinals.size(); ++i)
+      t += (i ? ", " : " ") + std::to_string(set.ordinals[i]);
+    t += "\n";
+  }
+  return t;
+}
+
+nlohmann::ordered_json freeze_json(const format::FreezeSection& s, const Options& o) {
+  json held = json::array();
+  for (const format::FreezeRecord* rec : selected_records(s, o)) {
+    Held h = decode_held(*rec, s.layout);
+    json args = json::array(), leaves = json::array(), written = json::array();
+    for (size_t a = 0; a < h.key.arguments.size(); ++a)
+      args.push_back({{"index", a},
+                      {"text", node_text(h.key.arguments[a])},
+                      {"shape", node_json(h.key.arguments[a])}});
+    for (size_t i = 0; i < h.key.leaves.size(); ++i) {
+      const format::KeyLeaf& l = h.key.leaves[i];
+      const format::FreezeLeafInfo& li = rec->infos[i];
+      json jl = {{"leaf", i}, {"path", h.paths[i]}, {"type", to_string(li.type)}};
+      switch (l.kind) {
+        case format::LeafKind::Input:
+          jl["kind"] = "input";
+          jl["size_group"] = l.group;
+          jl["recorded_size"] = li.size;
+          break;
+        case format::LeafKind::Alias:
+          jl["kind"] = "alias";
+          jl["of"] = l.alias;
+          break;
+        case format::LeafKind::Literal:
+          jl["kind"] = "literal";
+          jl["value"] = element_value(li.type, l.bits);
+          jl["bits"] = l.bits;
+          jl["size_class"] = size_class_name(l.size_class);
+          if (l.size_class == format::LiteralSize::Group)
+            jl["size_group"] = l.group;
+          if (l.size_class != format::LiteralSize::FromArray)
+            jl["size"] = l.size_class == format::LiteralSize::Group ? json(nullptr) : json(l.size);
+          break;
+      }
+      jl["text"] = leaf_text(h, i);
+      leaves.push_back(std::move(jl));
+    }
+    for (const auto& [a, node] : h.written)
+      written.push_back({{"argument", a}, {"text", node_text(node)}, {"shape", node_json(node)}});
+    held.push_back({{"recording", rec->recording},
+                    {"debug", h.key.debug},
+                    {"arguments", std::move(args)},
+                    {"leaves", std::move(leaves)},
+                    {"result", h.result.empty() ? json(nullptr)
+                                                : json{{"text", node_text(h.result[0])},
+                                                       {"shape", node_json(h.result[0])}}},
+                    {"written", std::move(written)},
+                    {"tolerant", rec->tolerant}});
+  }
+  json opaque = json::array();
+  for (const format::OpaqueSet& set : s.opaque)
+    opaque.push_back({{"shape_hash", hex64(set.shape_hash)}, {"leaves", set.ordinals}});
+  return {{"name", printable(s.name)},
+          {"version", printable(s.version)},
+          {"layout", s.layout},
+          {"held", std::move(held)},
+          {"opaque", std::move(opaque)}};
+}
+
+}  // namespace ff::dump::detail
