@@ -97,30 +97,7 @@ struct DepthScope {
 };
 
 std::string value_string(ScalarType t, uint64_t bits) {
-  switch (t) {
-    case ScalarType::Bool:
-      return bits ? "true" : "false";
-    case ScalarType::Int32:
-      return std::to_string(static_cast<int32_t>(bits));
-    case ScalarType::UInt32:
-      return std::to_string(static_cast<uint32_t>(bits));
-    case ScalarType::Int64:
-      return std::to_string(static_cast<int64_t>(bits));
-    case ScalarType::UInt64:
-      return std::to_string(bits);
-    case ScalarType::Float32: {
-      float f;
-      auto b = static_cast<uint32_t>(bits);
-      std::memcpy(&f, &b, 4);
-      return std::to_string(f);
-    }
-    case ScalarType::Float64: {
-      double d;
-      std::memcpy(&d, &bits, 8);
-      return std::to_string(d);
-    }
-  }
-  return "?";
+  return format::element_value(t, bits);
 }
 
 thread_local std::deque<CallScratch> t_scratch;

@@ -4,6 +4,7 @@
 #include "recorder/freeze_section.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <utility>
 
@@ -309,6 +310,44 @@ const char* to_string(ShapeToken t) {
       return "struct";
   }
   return "unknown";
+}
+
+namespace {
+
+template <class F>
+std::string shortest(F v) {
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+}  // namespace
+
+std::string element_value(ScalarType t, uint64_t bits) {
+  switch (t) {
+    case ScalarType::Bool:
+      return bits ? "true" : "false";
+    case ScalarType::Int32:
+      return std::to_string(static_cast<int32_t>(bits));
+    case ScalarType::UInt32:
+      return std::to_string(static_cast<uint32_t>(bits));
+    case ScalarType::Int64:
+      return std::to_string(static_cast<int64_t>(bits));
+    case ScalarType::UInt64:
+      return std::to_string(bits);
+    case ScalarType::Float32: {
+      float f;
+      auto b = static_cast<uint32_t>(bits);
+      std::memcpy(&f, &b, 4);
+      return shortest(f);
+    }
+    case ScalarType::Float64: {
+      double d;
+      std::memcpy(&d, &bits, 8);
+      return shortest(d);
+    }
+  }
+  return "?";
 }
 
 bool same_type(const ShapeNode& a, const ShapeNode& b) {

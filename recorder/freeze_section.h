@@ -144,6 +144,9 @@ DecodedKey decode_key(std::span<const uint8_t> key, size_t shape_bytes, uint32_t
 std::vector<ShapeNode> decode_shape(std::span<const uint8_t> shape, bool arguments,
                                     const std::string& where, size_t base = 0);
 
+/// An array element's value from its bits (a literal's): "0.5", "-3", "true".
+std::string element_value(ScalarType t, uint64_t bits);
+
 /// Whether two nodes are of one C++ type: the same tokens, element and scalar types, struct
 /// names and fixed counts (tuples, std::arrays, structs); container lengths and values aside.
 bool same_type(const ShapeNode& a, const ShapeNode& b);

@@ -21,6 +21,7 @@
 #include "recorder/size_eval.h"
 #include "support/record_corpus.h"
 #include "support/sample_recordings.h"
+#include "support/temp_file.h"
 
 namespace {
 
@@ -34,28 +35,7 @@ using Catch::Matchers::Contains;
 using Bytes = std::vector<std::byte>;
 namespace fs = std::filesystem;
 
-/// A fresh directory under the temporary directory, removed at the end of the test.
-struct TempDir {
-  fs::path path;
-
-  TempDir() {
-    path = fs::temp_directory_path() /
-           ("ff-format-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
-    fs::create_directories(path);
-  }
-
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-
-  static int& counter() {
-    static int n = 0;
-    return n;
-  }
-
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using fft::TempDir;
 
 const ff::rec::RecordingData& data_of(const ff::Recording& r) {
   return *ff::detail::recording_state(r)->data;

@@ -22,11 +22,13 @@
 #include "recorder/freeze_section.h"
 #include "support/freeze_check.h"
 #include "support/log_capture.h"
+#include "support/temp_file.h"
 
 using namespace fff;
 using Catch::Matchers::Contains;
 using ff::Float;
 using ff::UInt32;
+using fft::TempFile;
 
 namespace {
 
@@ -36,21 +38,6 @@ void fresh() {
   ff::shutdown();
   ff::init("llvm");
 }
-
-struct TempFile {
-  fs::path path;
-
-  explicit TempFile(const std::string& name)
-      : path(fs::temp_directory_path() /
-             ("ff-freeze-files-" + std::to_string(::getpid()) + "-" + name)) {}
-
-  ~TempFile() {
-    std::error_code ec;
-    fs::remove(path, ec);
-  }
-
-  std::string str() const { return path.string(); }
-};
 
 ff::FreezeOptions named(std::string version = "") {
   ff::FreezeOptions o;

@@ -14,11 +14,13 @@
 #include "common/log.h"
 #include "support/freeze_check.h"
 #include "support/log_capture.h"
+#include "support/temp_file.h"
 
 using namespace fff;
 using Catch::Matchers::Contains;
 using ff::Float;
 using ff::Int32;
+using fft::TempFile;
 
 namespace {
 
@@ -28,21 +30,6 @@ void fresh() {
   ff::shutdown();
   ff::init("llvm");
 }
-
-struct TempFile {
-  fs::path path;
-
-  explicit TempFile(const std::string& name)
-      : path(fs::temp_directory_path() /
-             ("ff-freeze-promises-" + std::to_string(::getpid()) + "-" + name)) {}
-
-  ~TempFile() {
-    std::error_code ec;
-    fs::remove(path, ec);
-  }
-
-  std::string str() const { return path.string(); }
-};
 
 ff::FreezeOptions named(const char* name) {
   ff::FreezeOptions o;

@@ -100,34 +100,6 @@ std::string scalar_value(const format::ShapeNode& n) {
   return is_signed ? std::to_string(static_cast<int64_t>(u)) : std::to_string(u);
 }
 
-/// `bits` of an array element of type `t` (a literal's value).
-std::string element_value(ScalarType t, uint64_t bits) {
-  switch (t) {
-    case ScalarType::Bool:
-      return bits ? "true" : "false";
-    case ScalarType::Int32:
-      return std::to_string(static_cast<int32_t>(bits));
-    case ScalarType::UInt32:
-      return std::to_string(static_cast<uint32_t>(bits));
-    case ScalarType::Int64:
-      return std::to_string(static_cast<int64_t>(bits));
-    case ScalarType::UInt64:
-      return std::to_string(bits);
-    case ScalarType::Float32: {
-      float f;
-      auto b = static_cast<uint32_t>(bits);
-      std::memcpy(&f, &b, 4);
-      return shortest(f);
-    }
-    case ScalarType::Float64: {
-      double d;
-      std::memcpy(&d, &bits, 8);
-      return shortest(d);
-    }
-  }
-  return "?";
-}
-
 /// "struct 8f3a... {array float32, value int32 5}", "vector(2) {...}", "string \"a\"".
 std::string node_text(const format::ShapeNode& n) {
   switch (n.token) {
@@ -282,7 +254,7 @@ std::string leaf_text(const Held& h, size_t i) {
     case format::LeafKind::Alias:
       return "alias of leaf " + std::to_string(l.alias);
     case format::LeafKind::Literal:
-      return "literal " + element_value(li.type, l.bits) + ", " + literal_size(l);
+      return "literal " + format::element_value(li.type, l.bits) + ", " + literal_size(l);
   }
   return "?";
 }
@@ -371,7 +343,7 @@ nlohmann::ordered_json freeze_json(const format::FreezeSection& s, const Options
           break;
         case format::LeafKind::Literal:
           jl["kind"] = "literal";
-          jl["value"] = element_value(li.type, l.bits);
+          jl["value"] = format::element_value(li.type, l.bits);
           jl["bits"] = l.bits;
           jl["size_class"] = size_class_name(l.size_class);
           if (l.size_class == format::LiteralSize::Group)
