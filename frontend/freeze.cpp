@@ -912,8 +912,18 @@ void FreezeCore::call(CallSite& site) {
     e = m.find(h, cs.full_key);
     m.hold(*e, held);
     e->recording = false;
-    if (e->description.empty())
+    if (e->description.empty()) {
+      // Names for f.save: each leaf's path (its "element type" item), the structs' names.
+      e->leaf_paths.clear();
+      for (const KeyItem& it : description)
+        if (it.category == "element type")
+          e->leaf_paths.push_back(it.path);
+        else if (it.category == "structure" && it.value.rfind("struct ", 0) == 0)
+          m.struct_names.emplace(name_hash(it.value.c_str() + 7), it.value.substr(7));
+      if (e->leaf_paths.size() != e->infos.size())
+        e->leaf_paths.clear();
       e->description = std::move(description);
+    }
     ++m.n_recordings;
     logging::record().debug("{}recorded {} ({} recording(s) held)", m.prefix(),
                             held->recording.summary(), m.n_cached);

@@ -5,6 +5,7 @@
 #include <array>
 #include <atomic>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -121,7 +122,8 @@ struct Entry {
   std::vector<LeafInfo> infos;
   std::vector<std::shared_ptr<Held>> held;  // most recently used first
   std::vector<KeyItem> description;
-  bool recording = false;  // a thread is recording this key now
+  std::vector<std::string> leaf_paths;  // each leaf's path ("args[0].pos"), for f.save
+  bool recording = false;               // a thread is recording this key now
 };
 
 struct FreezeCore::Impl {
@@ -171,6 +173,9 @@ struct FreezeCore::Impl {
   void erase_entry(const Entry* e);
   /// Marks `held` used now, for LRU (no mutex: an approximate clock is enough).
   void touch(Held& held);
+
+  // The FF_STRUCT names seen in keys, by the hash keys hold (for f.save and recorder-dump).
+  std::map<uint64_t, std::string> struct_names;
 
   // Loaded from a file (f.load): the file and how many keys it brought (for the log line of a
   // call that matches none of them).

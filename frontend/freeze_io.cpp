@@ -70,9 +70,12 @@ void FreezeCore::save(const std::string& path) const {
       rec.out_shape = one.out_shape;
       rec.written.assign(one.written.begin(), one.written.end());
       rec.tolerant = one.tolerant;
+      rec.leaf_paths = e.leaf_paths;
       sorted.push_back(held[order[k]]);
     }
     held = std::move(sorted);
+    for (const auto& [hash, name] : m.struct_names)
+      section.struct_names.push_back({hash, name});
   }
   for (auto& [hash, ordinals] : opaque)
     section.opaque.push_back({hash, std::move(ordinals)});
@@ -134,6 +137,7 @@ void FreezeCore::load(const std::string& path) {
     std::vector<uint8_t> key;
     size_t shape_bytes;
     std::vector<LeafInfo> infos;
+    std::vector<std::string> leaf_paths;
     std::shared_ptr<Held> held;
   };
 
@@ -152,6 +156,7 @@ void FreezeCore::load(const std::string& path) {
     Loaded one;
     one.shape_bytes = rec.shape_bytes;
     one.key = std::move(rec.key);
+    one.leaf_paths = std::move(rec.leaf_paths);
     for (const format::FreezeLeafInfo& li : rec.infos) {
       LeafInfo& out = one.infos.emplace_back();
       out.type = li.type;
@@ -187,10 +192,13 @@ void FreezeCore::load(const std::string& path) {
     Entry* e = m.find(h, one.key);
     if (!e) {
       e = &m.add_entry(h, one.key, one.shape_bytes, std::move(one.infos));
+      e->leaf_paths = std::move(one.leaf_paths);
       ++m.n_loaded_keys;
     }
     m.hold(*e, one.held);  // oldest first in the file: the newest ends first
   }
+  for (const format::StructName& n : data.struct_names)
+    m.struct_names.emplace(n.hash, n.name);
   for (auto& [hash, ordinals] : opaque) {
     auto& set = m.opaque[hash];
     for (uint32_t i : ordinals)

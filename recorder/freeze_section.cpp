@@ -454,12 +454,24 @@ std::vector<std::byte> encode_freeze_section(const FreezeSection& s) {
     w.blob(rec.out_shape.data(), rec.out_shape.size());
     w.blob(rec.written.data(), rec.written.size());
     w.u8(rec.tolerant ? 1 : 0);
+    if (s.layout >= 2) {
+      w.u32(static_cast<uint32_t>(rec.leaf_paths.size()));
+      for (const std::string& path : rec.leaf_paths)
+        w.str(path);
+    }
   }
   for (const OpaqueSet& set : s.opaque) {
     w.u64(set.shape_hash);
     w.u32(static_cast<uint32_t>(set.ordinals.size()));
     for (uint32_t i : set.ordinals)
       w.u32(i);
+  }
+  if (s.layout >= 2) {
+    w.u32(static_cast<uint32_t>(s.struct_names.size()));
+    for (const StructName& n : s.struct_names) {
+      w.u64(n.hash);
+      w.str(n.name);
+    }
   }
   return w.take();
 }
@@ -557,6 +569,15 @@ FreezeSection decode_freeze_section(std::span<const std::byte> bytes,
         r.fail_at(out_at, which + ": written argument " + std::to_string(a) +
                               " has another type in the result shape than in the key");
     rec.tolerant = r.flag("the tolerance flag");
+    if (s.layout >= 2) {
+      size_t paths_at = r.offset();
+      uint32_t n_paths = r.u32("the leaf path count");
+      if (n_paths != 0 && n_paths != rec.infos.size())
+        r.fail_at(paths_at, which + ": " + std::to_string(n_paths) + " leaf paths for " +
+                                std::to_string(rec.infos.size()) + " leaves");
+      for (uint32_t i = 0; i < n_paths; ++i)
+        rec.leaf_paths.push_back(r.str("a leaf path"));
+    }
     s.records.push_back(std::move(rec));
   }
 
@@ -570,8 +591,20 @@ FreezeSection decode_freeze_section(std::span<const std::byte> bytes,
       set.ordinals.push_back(r.u32("an opaque leaf ordinal"));
     s.opaque.push_back(std::move(set));
   }
+  if (s.layout >= 2) {
+    uint32_t n_names = r.u32("the struct name count");
+    if (n_names > r.left() / 12)
+      r.fail(std::to_string(n_names) + " struct names run past the end");
+    for (uint32_t k = 0; k < n_names; ++k) {
+      StructName n;
+      n.hash = r.u64("a struct name's hash");
+      n.name = r.str("a struct name");
+      s.struct_names.push_back(std::move(n));
+    }
+  }
   if (r.left())
-    r.fail("bytes follow the last opaque set");
+    r.fail(s.layout >= 2 ? "bytes follow the last struct name"
+                         : "bytes follow the last opaque set");
   return s;
 }
 

@@ -106,6 +106,15 @@ struct FreezeRecord {
   std::vector<uint8_t> out_shape;     // the result, then the written arguments (bare nodes)
   std::vector<uint8_t> written;       // one byte per argument: 1 where the body wrote it
   bool tolerant = false;              // verify compares floats within tolerance
+  // Layout 2: each leaf's path as the user wrote it ("args[0].pos"), for tools and messages;
+  // empty, or one per leaf.
+  std::vector<std::string> leaf_paths;
+};
+
+/// An FF_STRUCT's name, by the hash keys hold instead (layout 2; for tools and messages).
+struct StructName {
+  uint64_t hash = 0;
+  std::string name;
 };
 
 /// The leaves made opaque for calls whose argument shape hashes to `shape_hash`.
@@ -120,6 +129,7 @@ struct FreezeSection {
   std::string name;     // the function's name when it was saved
   std::vector<FreezeRecord> records;
   std::vector<OpaqueSet> opaque;
+  std::vector<StructName> struct_names;  // layout 2
 };
 
 /// The section's bytes, in `s.layout` (the caller's records must be of that layout's keys).

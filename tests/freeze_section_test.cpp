@@ -92,8 +92,10 @@ fmt::FreezeSection sample() {
   r.out_shape = out.b;
   r.written = {1, 0};
   r.tolerant = true;
+  r.leaf_paths = {"args[0].pos", "args[0].vel", "args[1]"};
   s.records.push_back(r);
   s.opaque.push_back({0x1234, {2, 0}});
+  s.struct_names.push_back({kStructHash, "Particle"});
   return s;
 }
 
@@ -133,6 +135,10 @@ TEST_CASE("freeze section: a section round-trips through the codec", "[format][f
   REQUIRE(d.opaque.size() == 1);
   CHECK(d.opaque[0].shape_hash == 0x1234);
   CHECK(d.opaque[0].ordinals == std::vector<uint32_t>{2, 0});
+  CHECK(r.leaf_paths == std::vector<std::string>{"args[0].pos", "args[0].vel", "args[1]"});
+  REQUIRE(d.struct_names.size() == 1);
+  CHECK(d.struct_names[0].hash == kStructHash);
+  CHECK(d.struct_names[0].name == "Particle");
   CHECK(fmt::encode_freeze_section(d) == bytes);
 
   fmt::DecodedKey k = fmt::decode_key(r.key, r.shape_bytes, d.layout, "file.ffr");
@@ -219,6 +225,7 @@ TEST_CASE("freeze section: each broken rule is named with the file and the byte"
   };
   std::vector<Case> cases = {
       {"layout version 3", [](auto& s) { s.layout = 3; }},
+      {"2 leaf paths for 3 leaves", [](auto& s) { s.records[0].leaf_paths.pop_back(); }},
       {"it lists 1 recordings, the file holds 2", [](auto&) {}, {3, 1}},
       {"recording index 1 is out of range", [](auto& s) { s.records[0].recording = 1; }},
       {"is longer than the key", [](auto& s) { s.records[0].shape_bytes = 1000; }},
@@ -319,19 +326,21 @@ TEST_CASE("freeze section: each broken rule is named with the file and the byte"
     std::string e = decode_error(s, c.outputs);
     CHECK_THAT(e, Contains("file.ffr: freeze data, byte ") && Contains(c.what));
   }
-  // Bytes after the last opaque set, and a flag that is neither 0 nor 1.
+  // Bytes after the last struct name, and a flag that is neither 0 nor 1.
   std::vector<std::byte> bytes = fmt::encode_freeze_section(sample());
   bytes.push_back(std::byte{0});
   REQUIRE_THROWS_WITH(fmt::decode_freeze_section(bytes, kOutputs, "file.ffr"),
-                      Contains("bytes follow the last opaque set"));
+                      Contains("bytes follow the last struct name"));
   bytes.pop_back();
   for (size_t at = 0; at < bytes.size(); ++at) {  // every proper prefix is incomplete
     std::span<const std::byte> cut(bytes.data(), at);
     REQUIRE_THROWS_AS(fmt::decode_freeze_section(cut, kOutputs, "file.ffr"), ff::FormatError);
   }
-  // An opaque set's count larger than the bytes left (the last set: hash, count, 2 ordinals).
+  // An opaque set's count larger than the bytes left (the last set: hash, count, 2 ordinals;
+  // then the struct names: a count, and "Particle" with its hash).
   uint32_t huge = 1000000;
-  std::memcpy(bytes.data() + bytes.size() - 12, &huge, 4);
+  size_t names = 4 + 8 + 4 + 8;
+  std::memcpy(bytes.data() + bytes.size() - names - 12, &huge, 4);
   REQUIRE_THROWS_WITH(fmt::decode_freeze_section(bytes, kOutputs, "file.ffr"),
                       Contains("an opaque set of 1000000 leaves runs past the end"));
 }

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <map>
 
 #include "dump_internal.h"
 
@@ -100,8 +101,24 @@ std::string scalar_value(const format::ShapeNode& n) {
   return is_signed ? std::to_string(static_cast<int64_t>(u)) : std::to_string(u);
 }
 
+/// The FF_STRUCT names the section lists, by the hash keys hold.
+using Names = std::map<uint64_t, std::string>;
+
+Names names_of(const format::FreezeSection& s) {
+  Names names;
+  for (const format::StructName& n : s.struct_names)
+    names.emplace(n.hash, n.name);
+  return names;
+}
+
+/// A struct's name where the file lists it, else its hash.
+std::string struct_name(const Names& names, uint64_t hash) {
+  auto it = names.find(hash);
+  return it != names.end() ? escaped(it->second) : hex64(hash);
+}
+
 /// "struct 8f3a... {array float32, value int32 5}", "vector(2) {...}", "string \"a\"".
-std::string node_text(const format::ShapeNode& n) {
+std::string node_text(const format::ShapeNode& n, const Names& names) {
   switch (n.token) {
     case format::ShapeToken::Array:
       return std::string("array ") + to_string(n.type);
@@ -114,7 +131,7 @@ std::string node_text(const format::ShapeNode& n) {
   }
   std::string s = format::to_string(n.token);
   if (n.token == format::ShapeToken::Struct)
-    s += " " + hex64(n.name_hash);
+    s += " " + struct_name(names, n.name_hash);
   else
     s += "(" +
          std::to_string(n.token == format::ShapeToken::Map ? n.children.size() / 2
@@ -126,16 +143,16 @@ std::string node_text(const format::ShapeNode& n) {
   for (size_t i = 0; i < n.children.size(); ++i) {
     if (n.token == format::ShapeToken::Map) {
       s += (i ? ", \"" : "\"") + escaped(n.children[i].bytes) +
-           "\": " + node_text(n.children[i + 1]);
+           "\": " + node_text(n.children[i + 1], names);
       ++i;
     } else {
-      s += (i ? ", " : "") + node_text(n.children[i]);
+      s += (i ? ", " : "") + node_text(n.children[i], names);
     }
   }
   return s + "}";
 }
 
-json node_json(const format::ShapeNode& n) {
+json node_json(const format::ShapeNode& n, const Names& names) {
   json j = {{"node", format::to_string(n.token)}};
   switch (n.token) {
     case format::ShapeToken::Array:
@@ -151,19 +168,22 @@ json node_json(const format::ShapeNode& n) {
     default:
       break;
   }
-  if (n.token == format::ShapeToken::Struct)
+  if (n.token == format::ShapeToken::Struct) {
     j["name_hash"] = hex64(n.name_hash);
+    if (auto it = names.find(n.name_hash); it != names.end())
+      j["name"] = it->second;
+  }
   json items = json::array();
   if (n.token == format::ShapeToken::Map) {
     for (size_t i = 0; i + 1 < n.children.size(); i += 2)
-      items.push_back(
-          {{"key", printable(n.children[i].bytes)}, {"value", node_json(n.children[i + 1])}});
+      items.push_back({{"key", printable(n.children[i].bytes)},
+                       {"value", node_json(n.children[i + 1], names)}});
     j["count"] = items.size();
     j["entries"] = std::move(items);
     return j;
   }
   for (const format::ShapeNode& c : n.children)
-    items.push_back(node_json(c));
+    items.push_back(node_json(c, names));
   j["count"] = items.size();
   j[n.token == format::ShapeToken::Struct ? "fields" : "elements"] = std::move(items);
   return j;
@@ -229,8 +249,11 @@ struct Held {
 
 Held decode_held(const format::FreezeRecord& rec, uint32_t layout) {
   Held h{&rec, format::decode_key(rec.key, rec.shape_bytes, layout, "recording file"), {}, {}, {}};
-  for (size_t a = 0; a < h.key.arguments.size(); ++a)
-    leaf_paths(h.key.arguments[a], "args[" + std::to_string(a) + "]", h.paths);
+  if (!rec.leaf_paths.empty())  // the paths as the user wrote them (field names)
+    h.paths = rec.leaf_paths;
+  else
+    for (size_t a = 0; a < h.key.arguments.size(); ++a)
+      leaf_paths(h.key.arguments[a], "args[" + std::to_string(a) + "]", h.paths);
   std::vector<format::ShapeNode> out = format::decode_shape(rec.out_shape, false, "recording file");
   size_t n_written = 0;
   for (uint8_t w : rec.written)
@@ -286,6 +309,7 @@ std::optional<format::FreezeSection> freeze_section(const format::ParsedFile& fi
 }
 
 std::string freeze_text(const format::FreezeSection& s, const Options& o) {
+  Names names = names_of(s);
   std::string t = "  frozen function '" + escaped(s.name) + "' (saved by f.save): version '" +
                   escaped(s.version) + "', freeze layout " + std::to_string(s.layout) + ", " +
                   std::to_string(s.records.size()) + " recording(s) held, " +
@@ -298,16 +322,16 @@ std::string freeze_text(const format::FreezeSection& s, const Options& o) {
          (h.key.debug ? ", keyed with Flag::Debug on" : "") +
          (rec->tolerant ? ", verify within tolerance" : ", verify exact") + "\n";
     for (size_t a = 0; a < h.key.arguments.size(); ++a)
-      t += "      args[" + std::to_string(a) + "]: " + node_text(h.key.arguments[a]) + "\n";
+      t += "      args[" + std::to_string(a) + "]: " + node_text(h.key.arguments[a], names) + "\n";
     for (size_t i = 0; i < h.key.leaves.size(); ++i)
       t += "      leaf " + std::to_string(i) + " " + h.paths[i] + " " +
            to_string(rec->infos[i].type) + ": " + leaf_text(h, i) + "\n";
-    t +=
-        "      result: " + (h.result.empty() ? std::string("none") : node_text(h.result[0])) + "\n";
+    t += "      result: " +
+         (h.result.empty() ? std::string("none") : node_text(h.result[0], names)) + "\n";
     if (h.written.empty())
       t += "      written back: none\n";
     for (const auto& [a, node] : h.written)
-      t += "      written back: args[" + std::to_string(a) + "]: " + node_text(node) + "\n";
+      t += "      written back: args[" + std::to_string(a) + "]: " + node_text(node, names) + "\n";
   }
   for (const format::OpaqueSet& set : s.opaque) {
     t += "    opaque for argument shape " + hex64(set.shape_hash) + ": leaves";
@@ -319,14 +343,15 @@ std::string freeze_text(const format::FreezeSection& s, const Options& o) {
 }
 
 nlohmann::ordered_json freeze_json(const format::FreezeSection& s, const Options& o) {
+  Names names = names_of(s);
   json held = json::array();
   for (const format::FreezeRecord* rec : selected_records(s, o)) {
     Held h = decode_held(*rec, s.layout);
     json args = json::array(), leaves = json::array(), written = json::array();
     for (size_t a = 0; a < h.key.arguments.size(); ++a)
       args.push_back({{"index", a},
-                      {"text", node_text(h.key.arguments[a])},
-                      {"shape", node_json(h.key.arguments[a])}});
+                      {"text", node_text(h.key.arguments[a], names)},
+                      {"shape", node_json(h.key.arguments[a], names)}});
     for (size_t i = 0; i < h.key.leaves.size(); ++i) {
       const format::KeyLeaf& l = h.key.leaves[i];
       const format::FreezeLeafInfo& li = rec->infos[i];
@@ -356,14 +381,15 @@ nlohmann::ordered_json freeze_json(const format::FreezeSection& s, const Options
       leaves.push_back(std::move(jl));
     }
     for (const auto& [a, node] : h.written)
-      written.push_back({{"argument", a}, {"text", node_text(node)}, {"shape", node_json(node)}});
+      written.push_back(
+          {{"argument", a}, {"text", node_text(node, names)}, {"shape", node_json(node, names)}});
     held.push_back({{"recording", rec->recording},
                     {"debug", h.key.debug},
                     {"arguments", std::move(args)},
                     {"leaves", std::move(leaves)},
                     {"result", h.result.empty() ? json(nullptr)
-                                                : json{{"text", node_text(h.result[0])},
-                                                       {"shape", node_json(h.result[0])}}},
+                                                : json{{"text", node_text(h.result[0], names)},
+                                                       {"shape", node_json(h.result[0], names)}}},
                     {"written", std::move(written)},
                     {"tolerant", rec->tolerant}});
   }
