@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <vector>
@@ -23,6 +24,14 @@ namespace ff_bench {
 /// fails: vector code does 8 (AVX2) or 16 (AVX-512) elements per instruction, a loop that did
 /// not vectorise measures about 1.
 inline constexpr double kMinVectorSpeedup = 2.0;
+
+/// Whether a check of measured times fails the benchmark (else it only warns). The
+/// bench-smoke tests set FF_BENCH_SMOKE=1: they must pass on any machine under any load, so
+/// they check results and counts, never times.
+inline bool timing_checks_fail() {
+  const char* smoke = std::getenv("FF_BENCH_SMOKE");
+  return smoke == nullptr || *smoke == '\0' || (smoke[0] == '0' && smoke[1] == '\0');
+}
 
 /// Elements of the vectorisation check: 2 x 128 KiB, cache-resident, so the code decides and
 /// not the memory.
@@ -99,7 +108,8 @@ void bm_openmp_loop(benchmark::State& st, size_t n, int threads, const std::vect
 
 /// W2's hand loop on `threads` OpenMP threads (hand_loop_w2_serial for one) over n elements;
 /// before that, the vectorisation check (counters vector_speedup and, on one thread, vector
-/// and scalar elements per ns and per nominal cycle).
+/// and scalar elements per ns and per nominal cycle). It compares times, so under
+/// FF_BENCH_SMOKE a miss is a warning on stderr, not an error.
 inline void bm_w2_hand_loop(benchmark::State& st, size_t n, int threads) {
   const VectorCheck v = measure_vectorisation(threads);
   st.counters["vector_speedup"] = v.speedup();
@@ -113,8 +123,12 @@ inline void bm_w2_hand_loop(benchmark::State& st, size_t n, int threads) {
                   "the hand loop did not vectorise: on one thread it is %.2fx its scalar twin "
                   "(needs >= %.1fx); check hand_loop.cpp's compile flags",
                   v.speedup(), kMinVectorSpeedup);
-    st.SkipWithError(msg);
-    return;
+    if (timing_checks_fail()) {
+      st.SkipWithError(msg);
+      return;
+    }
+    std::fprintf(stderr, "warning: %s (FF_BENCH_SMOKE: a smoke test does not fail on times)\n",
+                 msg);
   }
   if (threads == 1) {
     bm_openmp_loop(st, n, 1, timed_reference(n, kW2Ops),

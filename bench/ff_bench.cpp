@@ -183,7 +183,9 @@ class SummaryReporter : public ff_bench::Reporter {
                     speedup, h->counter("elems_per_ns_1t"), h->counter("elems_per_cycle_1t"));
       char target[32];
       std::snprintf(target, sizeof target, ">= %.0fx", ff_bench::kMinVectorSpeedup);
-      print(out, "hand loop vectorised", value, target, "PASS");  // it fails the run otherwise
+      // A miss fails the run, except under FF_BENCH_SMOKE (baselines.h).
+      print(out, "hand loop vectorised", value, target,
+            speedup >= ff_bench::kMinVectorSpeedup ? "PASS" : "MISS");
     }
     if (f && h) {
       const double ratio = h->seconds / f->seconds;

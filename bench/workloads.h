@@ -64,7 +64,11 @@ inline std::string check_chain(const ff::Float& y, const std::vector<float>& x, 
 
 /// Checks the backend's counters over a timed loop of `calls` calls against the steady state:
 /// nothing compiled, exactly `launches_per_call` launches per call. Returns "" or what
-/// differs.
+/// differs. Stats::compiles counts kernel cache misses only, each made on the thread that
+/// asked for the kernel: the llvm backend's re-compile of a hot kernel at its optimised tier
+/// (on its tier-up thread, finishing whenever it does) is not one, so neither the machine's
+/// load nor the length of the loop decides this check. The caller's untimed warm-up call
+/// must have compiled what the loop needs; a call that compiles again every time fails it.
 inline std::string check_steady_state(const ff::Stats& before, const ff::Stats& after,
                                       uint64_t calls, uint64_t launches_per_call) {
   const uint64_t compiles = after.compiles - before.compiles;

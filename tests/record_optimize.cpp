@@ -4,6 +4,7 @@
 // recorded with the optimiser off; the corpus (tests/record_corpus.cpp) does the same for
 // every corpus function at every replay size.
 #include <freezeframe/freezeframe.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cstdint>
@@ -304,7 +305,10 @@ TEST_CASE("optimiser: off per call and listed in the recording, its file and the
   CHECK(listing.find("launches 2 -> 1") != std::string::npos);
   CHECK(plain.to_string().find("pass ") == std::string::npos);
 
-  auto path = std::filesystem::temp_directory_path() / "ff-optimize-test.ffr";
+  // Named after this process: two test runs at once (two build trees, two users) must not
+  // write each other's file between a save and its load.
+  auto path = std::filesystem::temp_directory_path() /
+              ("ff-optimize-test-" + std::to_string(::getpid()) + ".ffr");
   opt.save(path.string());
   ff::Recording loaded = ff::Recording::load(path.string());
   CHECK(loaded.is_optimized());

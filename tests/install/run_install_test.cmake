@@ -11,6 +11,13 @@ endforeach()
 
 set(prefix "${FF_WORK_DIR}/prefix")
 set(consumer_build "${FF_WORK_DIR}/consumer-build")
+# Two test runs of one build tree at once (two ctest processes) share FF_WORK_DIR: without the
+# lock, one removed or rebuilt the other's consumer build under it. The second waits; the lock
+# goes when this process exits.
+file(LOCK "${FF_WORK_DIR}.lock" GUARD PROCESS TIMEOUT 300 RESULT_VARIABLE lock_result)
+if(NOT lock_result EQUAL 0)
+  message(FATAL_ERROR "install test: cannot lock ${FF_WORK_DIR}.lock: ${lock_result}")
+endif()
 file(REMOVE_RECURSE "${FF_WORK_DIR}")
 file(MAKE_DIRECTORY "${FF_WORK_DIR}")
 
