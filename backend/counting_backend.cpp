@@ -1,6 +1,8 @@
 // Forwarding with one relaxed counter increment per call.
 #include "backend/counting_backend.h"
 
+#include "backend/command_list.h"
+
 namespace ff {
 
 namespace {
@@ -72,6 +74,34 @@ void CountingBackend::prefix_sum(ScalarType type, bool exclusive, const void* in
                                  void* out) {
   bump(n_.prefix_sum);
   inner_->prefix_sum(type, exclusive, in, count, out);
+}
+
+size_t CountingBackend::submit(const CommandList& list) {
+  for (const Command& c : list.commands)
+    switch (c.kind) {
+      case CommandKind::Launch:
+        bump(n_.launch);
+        break;
+      case CommandKind::Copy:
+        bump(n_.copy);
+        break;
+      case CommandKind::Fill:
+        bump(n_.fill);
+        break;
+      case CommandKind::Reduce:
+        bump(n_.reduce);
+        break;
+      case CommandKind::PrefixSum:
+        bump(n_.prefix_sum);
+        break;
+      case CommandKind::Compress:
+        bump(n_.compress);
+        break;
+      case CommandKind::Release:
+        bump(n_.release);
+        break;
+    }
+  return inner_->submit(list);
 }
 
 size_t CountingBackend::compress(const void* mask, size_t count, void* out) {

@@ -56,6 +56,12 @@ class CountingBackend final : public Backend {
 
   void guard(const SizeGuard& guard, bool outcome) override;
 
+  /// Counts each command as the call it stands for, then hands the batch on whole: a CUDA
+  /// stack under count: replays through graphs as it would without it.
+  size_t submit(const CommandList& list) override;
+
+  bool prefers_command_lists() const override { return inner_->prefers_command_lists(); }
+
  private:
   std::unique_ptr<Backend> inner_;
 

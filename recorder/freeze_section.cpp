@@ -564,8 +564,8 @@ FreezeSection decode_freeze_section(std::span<const std::byte> bytes,
                             std::to_string(n_outputs[rec.recording]) + " output(s)");
     // A written argument is rebuilt into the argument's own type: after the body it has the
     // structure it had before (the key's), only container lengths and values may change.
-    for (size_t a = 0, k = out.size() - n_written; a < rec.written.size(); ++a)
-      if (rec.written[a] && !same_type(key.arguments[a], out[k++]))
+    for (size_t a = 0, node = out.size() - n_written; a < rec.written.size(); ++a)
+      if (rec.written[a] && !same_type(key.arguments[a], out[node++]))
         r.fail_at(out_at, which + ": written argument " + std::to_string(a) +
                               " has another type in the result shape than in the key");
     rec.tolerant = r.flag("the tolerance flag");
