@@ -149,7 +149,16 @@ class Reader {
     std::string msg = "recording file: " + w.what;
     if (w.has_offset)
       msg += " (byte " + std::to_string(w.offset) + ")";
-    throw FormatError(msg + ": " + what);
+    msg += ": " + what;
+    // A newer minor version may add operations, opcodes or values this reader cannot know:
+    // say so, with both versions, rather than leave "invalid opcode 41" alone.
+    if (stage_ != ParseStage::Header && h_.version_major == kVersionMajor &&
+        h_.version_minor > kVersionMinor)
+      msg += " (the file is format " + version_string(h_.version_major, h_.version_minor) +
+             ", newer than this reader's format " + version_string(kVersionMajor, kVersionMinor) +
+             " (freezeframe " + library_version() +
+             "): it may use what a later release added; read it with that release)";
+    throw FormatError(msg);
   }
 
   void reach(ParseStage s) {

@@ -421,3 +421,25 @@ TEST_CASE(
   CHECK(loaded > 0);
   CHECK(replayed > 0);
 }
+
+TEST_CASE(
+    "format: what a reader cannot know in a newer minor version is refused naming both "
+    "versions",
+    "[format][negative]") {
+  // A later release may add an op code (or an IR opcode, an enum value); this reader refuses
+  // the file, and says the file is newer instead of leaving "invalid op code 41" alone.
+  ffr::fresh();
+  ff::Recording r = ff_samples::sample_recordings()[1].second;
+  ff::rec::RecordingData d = data_of(r);
+  d.ops[0].code = static_cast<ff::rec::OpCode>(41);
+  ff::format::WriteOptions newer;
+  newer.version_minor = static_cast<uint16_t>(ff::format::kVersionMinor + 3);
+  std::string later = "format 1." + std::to_string(ff::format::kVersionMinor + 3);
+  REQUIRE_THROWS_AS(ff::format::parse(ff::format::write(d, newer)), ff::FormatError);
+  REQUIRE_THROWS_WITH(ff::format::parse(ff::format::write(d, newer)),
+                      Contains("41") && Contains(later) && Contains("newer than this reader's") &&
+                          Contains(this_format()));
+  // The same damage in a file of this version is just damage.
+  REQUIRE_THROWS_WITH(ff::format::parse(ff::format::write(d, {})),
+                      Contains("41") && !Contains("newer than this reader's"));
+}
