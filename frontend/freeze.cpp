@@ -5,8 +5,11 @@
 // Each call is first *scanned* (freeze.h: the template walks the arguments): the structure,
 // element types and scalar values become the key's first part, and every array leaf is
 // listed. This file adds what only the tracer knows about each leaf:
-//   - a literal (an unevaluated constant) is baked into the kernels: its value, and its size
-//     when that is a plain constant, go into the key and it is not an input of the recording;
+//   - a literal (an unevaluated constant) is baked into the kernels and is no input of the
+//     recording: its value and its size class go into the key (1; the size of an input size
+//     group of this call; else its exact size: literal_size_class), and while the call records
+//     its size is rebound to what the class says (LiteralSizes), so the recording holds the
+//     literal's size exactly as the key pins it;
 //   - any other array is an input: which earlier leaf it aliases and which other inputs share
 //     its size (the tracer fuses work of equal sizes into one kernel and broadcasts size 1
 //     against any size, so the pattern of equal sizes shapes the kernels);
@@ -19,7 +22,9 @@
 // records: ff::record with the input leaves, running the body on the caller's own arguments,
 // so the call itself is the traced call. The outputs are the result's arrays, then the arrays
 // of every argument the body changed (compared before and after it ran; written back after a
-// replay), with the shape (containers' sizes, scalar values) a replay rebuilds them from.
+// replay), with the shape (containers' sizes, scalar values) a replay rebuilds them from. A
+// recording's first replay into a set of types rebuilds into copies and commits only when the
+// whole shape fitted (RebuildVisitor checks every type): a mismatch writes no argument.
 //
 // Literals that change: with auto_opaque, a miss whose key equals an earlier one except for
 // the values of some literals marks those leaves opaque for that argument shape (logged with
@@ -27,7 +32,8 @@
 // the opaque set before keying, so a fresh literal each call costs one more recording in all.
 //
 // Threads: the cache is guarded by a mutex; replays and recordings run outside it. A thread
-// that finds its key being recorded by another waits for that recording and replays it. Each
+// that finds its key being recorded by another runs its call traced (a wait could deadlock:
+// the recording thread may be waiting for this call). Each
 // thread remembers its last kind of call of each function (LastHit): a repeat replays without
 // the mutex or the hashes while the cache's epoch is unchanged.
 // Nesting: inside an open recording scope a hit replays into it (the outer recording sees the

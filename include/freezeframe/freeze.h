@@ -495,8 +495,9 @@ class Frozen {
 
   /// Adds the recordings of a file written by save(): later calls of their kinds replay them
   /// without tracing. Throws ff::FormatError for a damaged file or one without freeze data,
-  /// ff::FreezeError for another FreezeOptions::version; the first call whose arguments have
-  /// another structure than the saved ones raises ff::FreezeError.
+  /// ff::FreezeError for another FreezeOptions::version. A call of a kind the file does not
+  /// hold records for itself (one info log line); a replay of a loaded recording whose result
+  /// does not fit the function's types raises ff::FreezeError naming the file.
   void load(const std::string& path) { core_->load(path); }
 
   const FreezeOptions& options() const { return core_->options(); }
