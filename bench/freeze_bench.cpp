@@ -4,7 +4,8 @@
 //   rebuild the result) and of Recording::replay with the same arrays listed by hand;
 //   W1 and W3 (the replay benchmark's workloads) frozen vs replayed;
 //   the first call of a new W1 frozen function with the optimiser on vs off (cold kernels);
-//   the demo's heat-diffusion step (examples/heat_step.h) traced vs frozen, per step.
+//   the demo's heat-diffusion step (examples/heat_step.h) traced vs frozen, per step;
+//   the 2D particle step (examples/particle_step.h) at 4,096 and 65,536 particles, likewise.
 // Every timed call's result is checked (the heat step: against the host loop, every call),
 // and nothing may compile or trace while timing. Own flag: --ff_expect_wrong (see ff_bench.cpp).
 // Defaults unless given: --benchmark_repetitions=9 --benchmark_enable_random_interleaving=true
@@ -18,6 +19,7 @@
 
 #include "chain.h"
 #include "examples/heat_step.h"
+#include "examples/particle_step.h"
 #include "harness.h"
 #include "timed_calls.h"
 #include "workloads.h"
@@ -276,6 +278,59 @@ void BM_heat_frozen(benchmark::State& st) {
   heat(st, false, [&](const ff::Float& u) { return f(u, kHeatSide); });
 }
 
+// The 2D particle step (examples/particle_step.h) at n particles, traced or frozen: 2 launches
+// per call (the density scatter, then everything else). Each timed call steps the same initial
+// state (arrays are values: the step's assignments leave `start` as it was) and its x is
+// checked against the traced step's.
+Particles particle_start(size_t n) {
+  std::vector<float> x(n), y(n), vx(n), vy(n);
+  for (size_t i = 0; i < n; ++i) {
+    x[i] = static_cast<float>((i * 37) % 101) / 101.f;
+    y[i] = static_cast<float>((i * 53) % 97) / 97.f;
+    vx[i] = static_cast<float>(static_cast<int>(i % 7) - 3) * 0.1f;
+    vy[i] = static_cast<float>(static_cast<int>(i % 5) - 2) * 0.1f;
+  }
+  Particles p{ff::Float::from(x), ff::Float::from(y), ff::Float::from(vx), ff::Float::from(vy)};
+  ff::eval(p.x, p.y, p.vx, p.vy);
+  return p;
+}
+
+template <class Step>
+void particles_bench(benchmark::State& st, size_t n, bool traced, Step&& step_fn) {
+  const Particles start = particle_start(n);
+  Particles reference = start;
+  particles::step(reference, 0.01f);
+  std::vector<float> want = reference.x.to_vector();
+  for (float& v : want)
+    v = ff_bench::timed_expectation(v);
+  auto call = [&] {
+    Particles p = start;
+    step_fn(p);
+    ff::sync();
+    return p.x;
+  };
+  (void)call();  // warm: compiles (traced) or records (frozen)
+  time_steady(st, want, 2, call, traced);
+}
+
+void BM_particles_4096_traced(benchmark::State& st) {
+  particles_bench(st, 4096, true, [](Particles& p) { particles::step(p, 0.01f); });
+}
+
+void BM_particles_4096_frozen(benchmark::State& st) {
+  auto f = ff::freeze([](Particles& p) { particles::step(p, 0.01f); });
+  particles_bench(st, 4096, false, [&](Particles& p) { f(p); });
+}
+
+void BM_particles_65536_traced(benchmark::State& st) {
+  particles_bench(st, 65536, true, [](Particles& p) { particles::step(p, 0.01f); });
+}
+
+void BM_particles_65536_frozen(benchmark::State& st) {
+  auto f = ff::freeze([](Particles& p) { particles::step(p, 0.01f); });
+  particles_bench(st, 65536, false, [&](Particles& p) { f(p); });
+}
+
 class Summary : public ff_bench::Reporter {
  public:
   using Reporter::Reporter;
@@ -315,6 +370,15 @@ class Summary : public ff_bench::Reporter {
     if (t > 0 && f > 0)
       std::printf("heat step (%ux%u): traced %7.2f us, frozen %7.2f us: traced/frozen %.2fx\n",
                   kHeatSide, kHeatSide, t, f, t / f);
+    for (const char* n : {"4096", "65536"}) {
+      double pt = us(std::string("BM_particles_") + n + "_traced");
+      double pf = us(std::string("BM_particles_") + n + "_frozen");
+      if (pt > 0 && pf > 0)
+        std::printf(
+            "particle step (%s particles): traced %7.2f us, frozen %7.2f us: traced/frozen "
+            "%.2fx\n",
+            n, pt, pf, pt / pf);
+    }
     ff_bench::warn_if_busy(stdout);
   }
 };
@@ -352,7 +416,11 @@ int main(int argc, char** argv) {
           {"BM_W1_first_call_optimized", &guarded<BM_W1_first_call_optimized>},
           {"BM_W1_first_call_unoptimized", &guarded<BM_W1_first_call_unoptimized>},
           {"BM_heat_traced", &guarded<BM_heat_traced>},
-          {"BM_heat_frozen", &guarded<BM_heat_frozen>}})
+          {"BM_heat_frozen", &guarded<BM_heat_frozen>},
+          {"BM_particles_4096_traced", &guarded<BM_particles_4096_traced>},
+          {"BM_particles_4096_frozen", &guarded<BM_particles_4096_frozen>},
+          {"BM_particles_65536_traced", &guarded<BM_particles_65536_traced>},
+          {"BM_particles_65536_frozen", &guarded<BM_particles_65536_frozen>}})
       benchmark::RegisterBenchmark(name, fn)->UseManualTime();
     Summary reporter(cl.color());
     const size_t n_run = benchmark::RunSpecifiedBenchmarks(&reporter);

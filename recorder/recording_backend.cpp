@@ -132,6 +132,34 @@ bool unlink(Scope* scope) {
   return false;
 }
 
+/// What a guard asserts, its sides in one order: a > b is b < a, a >= b is b <= a, the sides
+/// of == and != ordered by compare_exprs, a false outcome as the opposite comparison.
+struct Fact {
+  SizeCmp cmp;
+  uint32_t lhs, rhs;
+};
+
+Fact fact_of(const RecordingData& d, const Guard& g) {
+  Fact f{g.cmp, g.lhs, g.rhs};
+  if (!g.outcome) {  // "a < b is false" is the fact "a >= b", and so on
+    static constexpr SizeCmp kOpposite[] = {SizeCmp::Ne, SizeCmp::Eq, SizeCmp::Ge,
+                                            SizeCmp::Gt, SizeCmp::Le, SizeCmp::Lt};
+    f.cmp = kOpposite[static_cast<int>(f.cmp)];
+  }
+  if (f.cmp == SizeCmp::Gt || f.cmp == SizeCmp::Ge) {
+    f.cmp = f.cmp == SizeCmp::Gt ? SizeCmp::Lt : SizeCmp::Le;
+    std::swap(f.lhs, f.rhs);
+  } else if ((f.cmp == SizeCmp::Eq || f.cmp == SizeCmp::Ne) && compare_exprs(d, f.lhs, f.rhs) > 0) {
+    std::swap(f.lhs, f.rhs);
+  }
+  return f;
+}
+
+bool same_fact(const RecordingData& d, const Fact& a, const Fact& b) {
+  return a.cmp == b.cmp && compare_exprs(d, a.lhs, b.lhs) == 0 &&
+         compare_exprs(d, a.rhs, b.rhs) == 0;
+}
+
 ScalarType type_of_width(uint32_t bytes) {
   return bytes == 8 ? ScalarType::UInt64 : bytes == 4 ? ScalarType::UInt32 : ScalarType::Bool;
 }
@@ -623,6 +651,14 @@ void RecordingBackend::guard(const SizeGuard& g, bool outcome) {
     r.what = g.what ? g.what : "";
     if (g.subject)
       r.what.append(" ").append(g.subject);
+    if (!s.capture) {
+      // One guard per fact: a fact already checked is not checked again (slot sizes never
+      // change once a slot exists), whichever way round its sides were written.
+      Fact fact = fact_of(s.data, r);
+      for (const Guard& earlier : s.data.guards)
+        if (same_fact(s.data, fact_of(s.data, earlier), fact))
+          return;  // its expression nodes stay unused: validation allows that
+    }
     s.data.guards.push_back(std::move(r));
   });
 }

@@ -25,6 +25,25 @@ uint32_t add_binary(RecordingData& data, SizeOp op, uint32_t lhs, uint32_t rhs) 
   return static_cast<uint32_t>(data.exprs.size() - 1);
 }
 
+int compare_exprs(const RecordingData& data, uint32_t a, uint32_t b) {
+  if (a == b)
+    return 0;
+  const ExprNode &x = data.exprs[a], &y = data.exprs[b];
+  auto three_way = [](auto u, auto v) { return u < v ? -1 : u > v ? 1 : 0; };
+  if (int c = three_way(static_cast<int>(x.op), static_cast<int>(y.op)))
+    return c;
+  switch (x.op) {
+    case SizeOp::Const:
+      return three_way(x.value, y.value);
+    case SizeOp::BufferSize:
+      return three_way(x.slot, y.slot);
+    default:
+      if (int c = compare_exprs(data, x.lhs, y.lhs))
+        return c;
+      return compare_exprs(data, x.rhs, y.rhs);
+  }
+}
+
 uint32_t add_expr(RecordingData& data, SizeProv prov, SlotMap& slots, uint64_t fallback) {
   if (prov.empty())
     return add_const(data, fallback);

@@ -21,6 +21,10 @@ uint32_t add_binary(RecordingData& data, SizeOp op, uint32_t lhs, uint32_t rhs);
 uint64_t evaluate(const RecordingData& data, uint32_t e, std::span<const uint64_t> slot_sizes,
                   const char* where);
 
+/// A total order on expressions by structure (operator, constant, slot, then operands): 0 for
+/// the same expression, whichever nodes hold it.
+int compare_exprs(const RecordingData& data, uint32_t a, uint32_t b);
+
 /// Renders an expression ("(size(s3) - 1)").
 std::string expr_to_string(const RecordingData& data, uint32_t e);
 

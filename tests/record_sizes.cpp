@@ -155,6 +155,41 @@ TEST_CASE("sizes: two size-1 operands recorded equal must stay equal (broadcast 
              Contains("broadcast of a size-1 operand in mul") && Contains("== 1") && Contains("9"));
 }
 
+TEST_CASE("sizes: one guard per size fact, whichever way round and however often decided",
+          "[record][size]") {
+  fresh();
+  // x + y, y * x, x - y, a user's own x.size() == y.size() and y.size() != x.size() + 1: facts
+  // size(x) == size(y) (three ways round) and size(y) != size(x) + 1, which is another fact.
+  Body body = [](const Inputs& in) {
+    Float x = in[0].as<Float>(), y = in[1].as<Float>();
+    Float a = x + y, b = y * x, c = x - y;
+    bool same = ff::width(x) == ff::width(y);
+    bool off = ff::width(y) != ff::width(x) + 1;
+    (void)same;
+    (void)off;
+    return Inputs{a + b + c};
+  };
+  ff::Recording r = record_at(body, {5, 5});
+  INFO(r.to_string());
+  CHECK(r.n_guards() == 2);
+  CHECK(replay_vs_traced(r, body, {7, 7}) == Outcome::Same);
+  CHECK(replay_vs_traced(r, body, {0, 0}) == Outcome::Same);
+  // The one guard left still refuses what all of them refused.
+  CHECK(replay_vs_traced(r, body, {7, 3}) == Outcome::Refused);
+  CHECK(replay_vs_traced(r, body, {3, 7}) == Outcome::Refused);
+  // A fact and its negation are different facts: x.size() < 3 false is 3 <= x.size().
+  Body branch = [](const Inputs& in) {
+    Float x = in[0].as<Float>();
+    bool small = ff::width(x) < 3;
+    bool big = ff::width(x) >= 3;
+    return Inputs{small || !big ? x : x * 2.f};
+  };
+  ff::Recording g = record_at(branch, {5});
+  CHECK(g.n_guards() == 1);
+  CHECK(replay_vs_traced(g, branch, {9}) == Outcome::Same);
+  CHECK(replay_vs_traced(g, branch, {2}) == Outcome::Refused);
+}
+
 // ------------------------------------------------------------------------------------------
 // Class 2: operands whose size is a constant
 
