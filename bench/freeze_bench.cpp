@@ -283,14 +283,7 @@ void BM_heat_frozen(benchmark::State& st) {
 // state (arrays are values: the step's assignments leave `start` as it was) and its x is
 // checked against the traced step's.
 Particles particle_start(size_t n) {
-  std::vector<float> x(n), y(n), vx(n), vy(n);
-  for (size_t i = 0; i < n; ++i) {
-    x[i] = static_cast<float>((i * 37) % 101) / 101.f;
-    y[i] = static_cast<float>((i * 53) % 97) / 97.f;
-    vx[i] = static_cast<float>(static_cast<int>(i % 7) - 3) * 0.1f;
-    vy[i] = static_cast<float>(static_cast<int>(i % 5) - 2) * 0.1f;
-  }
-  Particles p{ff::Float::from(x), ff::Float::from(y), ff::Float::from(vx), ff::Float::from(vy)};
+  Particles p = particles::make(n);
   ff::eval(p.x, p.y, p.vx, p.vy);
   return p;
 }

@@ -6,6 +6,8 @@
 
 #include <freezeframe/freezeframe.h>
 
+#include <vector>
+
 struct Particles {
   ff::Float x, y, vx, vy;
 };
@@ -14,6 +16,18 @@ FF_STRUCT(Particles, x, y, vx, vy)
 namespace particles {
 
 inline constexpr uint32_t kGrid = 32;  // cells per side of the density grid
+
+/// n particles spread over the box with small velocities of both signs (deterministic).
+inline Particles make(size_t n) {
+  std::vector<float> x(n), y(n), vx(n), vy(n);
+  for (size_t i = 0; i < n; ++i) {
+    x[i] = static_cast<float>((i * 37) % 101) / 101.f;
+    y[i] = static_cast<float>((i * 53) % 97) / 97.f;
+    vx[i] = static_cast<float>(static_cast<int>(i % 7) - 3) * 0.1f;
+    vy[i] = static_cast<float>(static_cast<int>(i % 5) - 2) * 0.1f;
+  }
+  return {ff::Float::from(x), ff::Float::from(y), ff::Float::from(vx), ff::Float::from(vy)};
+}
 
 inline void step(Particles& p, float dt) {
   using ff::Float;

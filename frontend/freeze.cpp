@@ -102,10 +102,6 @@ struct DepthScope {
   ~DepthScope() { --t_depth; }
 };
 
-std::string value_string(ScalarType t, uint64_t bits) {
-  return format::element_value(t, bits);
-}
-
 thread_local std::deque<CallScratch> t_scratch;
 
 /// The sizes of a call's input size groups, from its leaves (an alias has its target's size,
@@ -176,7 +172,7 @@ int64_t first_difference(ScalarType t, const std::vector<uint8_t>& a, const std:
 std::string element_string(ScalarType t, const std::vector<uint8_t>& b, size_t i) {
   uint64_t bits = 0;
   std::memcpy(&bits, b.data() + i * size_of(t), size_of(t));
-  return value_string(t, bits);
+  return format::element_value(t, bits);
 }
 
 }  // namespace
@@ -387,14 +383,17 @@ std::vector<uint32_t> FreezeCore::Impl::changed_literals(const CallScratch& cs,
   return {};
 }
 
-std::vector<KeyItem> FreezeCore::Impl::describe(CallSite& site, const CallScratch& cs) const {
+CallDescription FreezeCore::Impl::describe(CallSite& site, const CallScratch& cs) const {
   PathVisitor p;
   site.describe_arguments(p);
-  std::vector<std::string> leaf_path(cs.infos.size());
+  CallDescription d;
+  d.structs = std::move(p.structs);
+  std::vector<std::string>& leaf_path = d.leaf_paths;
+  leaf_path.resize(cs.infos.size());
   for (const PathVisitor::Item& it : p.items)
     if (it.leaf >= 0 && static_cast<size_t>(it.leaf) < leaf_path.size())
       leaf_path[static_cast<size_t>(it.leaf)] = it.path;
-  std::vector<KeyItem> items;
+  std::vector<KeyItem>& items = d.items;
   for (const PathVisitor::Item& it : p.items) {
     if (it.leaf < 0 || static_cast<size_t>(it.leaf) >= cs.infos.size()) {
       bool structural = it.what.rfind("size ", 0) == 0 || it.what.rfind("struct ", 0) == 0;
@@ -410,8 +409,8 @@ std::vector<KeyItem> FreezeCore::Impl::describe(CallSite& site, const CallScratc
                          : c.kind == SizeClass::Exact
                              ? std::to_string(c.value) + " elements"
                              : "the size of input group " + std::to_string(c.value);
-      items.push_back(
-          {it.path, "literal", "literal " + value_string(li.type, li.bits) + " of " + size});
+      items.push_back({it.path, "literal",
+                       "literal " + format::element_value(li.type, li.bits) + " of " + size});
       continue;
     }
     items.push_back({it.path, "literal", "not a literal"});
@@ -429,7 +428,7 @@ std::vector<KeyItem> FreezeCore::Impl::describe(CallSite& site, const CallScratc
       }
     items.push_back({it.path, "size pattern", group});
   }
-  return items;
+  return d;
 }
 
 void FreezeCore::Impl::warn_if_due(const Entry& fresh) {
@@ -882,7 +881,7 @@ void FreezeCore::call(CallSite& site) {
                 "{}the literal {} changed between calls (now {}): it is made opaque (a buffer, "
                 "passed to the kernels as an argument) from now on, and the function is "
                 "recorded once more",
-                m.prefix(), path, value_string(cs.infos[i].type, cs.infos[i].bits));
+                m.prefix(), path, format::element_value(cs.infos[i].type, cs.infos[i].bits));
           }
           m.make_opaque_leaves(cs, changed);
           continue;  // key again with buffers there
@@ -901,7 +900,7 @@ void FreezeCore::call(CallSite& site) {
     lock.unlock();
 
     std::shared_ptr<Held> held;
-    std::vector<KeyItem> description;
+    CallDescription description;
     try {
       description = m.describe(site, cs);  // the arguments as passed, before the body runs
       held = m.record(site, cs);
@@ -918,17 +917,10 @@ void FreezeCore::call(CallSite& site) {
     e = m.find(h, cs.full_key);
     m.hold(*e, held);
     e->recording = false;
-    if (e->description.empty()) {
-      // Names for f.save: each leaf's path (its "element type" item), the structs' names.
-      e->leaf_paths.clear();
-      for (const KeyItem& it : description)
-        if (it.category == "element type")
-          e->leaf_paths.push_back(it.path);
-        else if (it.category == "structure" && it.value.rfind("struct ", 0) == 0)
-          m.struct_names.emplace(name_hash(it.value.c_str() + 7), it.value.substr(7));
-      if (e->leaf_paths.size() != e->infos.size())
-        e->leaf_paths.clear();
-      e->description = std::move(description);
+    if (e->description.empty()) {  // with the names f.save keeps
+      e->description = std::move(description.items);
+      e->leaf_paths = std::move(description.leaf_paths);
+      m.struct_names.insert(description.structs.begin(), description.structs.end());
     }
     ++m.n_recordings;
     logging::record().debug("{}recorded {} ({} recording(s) held)", m.prefix(),

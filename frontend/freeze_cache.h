@@ -115,6 +115,13 @@ struct KeyItem {
   std::string path, category, value;
 };
 
+/// A call's arguments described: the key's attributes, each leaf's path, the structs' names.
+struct CallDescription {
+  std::vector<KeyItem> items;
+  std::vector<std::string> leaf_paths;                    // one per leaf
+  std::vector<std::pair<uint64_t, std::string>> structs;  // name_hash, name
+};
+
 struct Entry {
   std::vector<uint8_t> key;  // the scan's shape, then what build_key adds
   size_t shape_bytes = 0;    // of the key: the shape part
@@ -157,7 +164,7 @@ struct FreezeCore::Impl {
   bool replay(CallSite& site, CallScratch& cs, const std::shared_ptr<Held>& held);
   std::shared_ptr<Held> record(CallSite& site, CallScratch& cs);
   void verify(CallSite& site, const Held& held);
-  std::vector<KeyItem> describe(CallSite& site, const CallScratch& cs) const;
+  CallDescription describe(CallSite& site, const CallScratch& cs) const;
   void warn_if_due(const Entry& fresh);
   void evict_locked();
 

@@ -18,17 +18,6 @@ void fresh() {
   ff::init("llvm");
 }
 
-Particles make_particles(size_t n) {
-  std::vector<float> x(n), y(n), vx(n), vy(n);
-  for (size_t i = 0; i < n; ++i) {
-    x[i] = static_cast<float>((i * 37) % 101) / 101.f;
-    y[i] = static_cast<float>((i * 53) % 97) / 97.f;
-    vx[i] = static_cast<float>(static_cast<int>(i % 7) - 3) * 0.1f;
-    vy[i] = static_cast<float>(static_cast<int>(i % 5) - 2) * 0.1f;
-  }
-  return {Float::from(x), Float::from(y), Float::from(vx), Float::from(vy)};
-}
-
 }  // namespace
 
 TEST_CASE("freeze particles: the frozen step equals the traced one at every size",
@@ -37,7 +26,7 @@ TEST_CASE("freeze particles: the frozen step equals the traced one at every size
   auto f = ff::freeze([](Particles& p) { particles::step(p, 0.01f); });
   for (size_t n : {4096, 0, 1, 2, 13, 61, 65536, 4096, 3}) {
     INFO("n = " << n);
-    Particles a = make_particles(n), b = make_particles(n);
+    Particles a = particles::make(n), b = particles::make(n);
     for (int k = 0; k < 3; ++k) {
       f(a);
       particles::step(b, 0.01f);

@@ -514,14 +514,7 @@ void var_make_opaque(std::span<const Handle> handles) {
 }
 
 void var_read(Handle h, void* out) {
-  TracerState& s = state();
-  if (table_of(h) != s.id) {
-    ForeignAccess access(table_of(h));
-    read_local(index_of(h), out);
-    return;
-  }
-  Window w;
-  read_local(index_of(h), out);
+  with_variable(h, [&](VarId v) { read_local(v, out); });
 }
 
 namespace {
@@ -558,22 +551,6 @@ void leaf_infos(const Handle* handles, size_t n, LeafInfo* out) {
         out[i] = read_leaf_info(index_of(handles[i]));
       }
 }
-
-namespace {
-
-/// Runs `fn(v)` on the variable `h` names, in its own table's window or a foreign access.
-template <class Fn>
-auto with_variable(Handle h, Fn&& fn) {
-  TracerState& s = state();
-  if (table_of(h) != s.id) {
-    ForeignAccess access(table_of(h));
-    return fn(index_of(h));
-  }
-  Window w;
-  return fn(index_of(h));
-}
-
-}  // namespace
 
 SizeExprPtr rebind_literal_size(Handle literal, const std::shared_ptr<Buffer>& like) {
   return with_variable(literal, [&](VarId v) {

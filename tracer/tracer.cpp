@@ -530,33 +530,15 @@ void var_scatter(Handle* target, Handle value, Handle index, Handle mask, bool a
 // Queries
 
 uint64_t var_size(Handle h) {
-  TracerState& s = state();
-  if (table_of(h) != s.id) {
-    ForeignAccess access(table_of(h));
-    return state()[index_of(h)].size;
-  }
-  Window w;
-  return s[index_of(h)].size;
+  return with_variable(h, [](VarId v) { return state()[v].size; });
 }
 
 ScalarType var_type(Handle h) {
-  TracerState& s = state();
-  if (table_of(h) != s.id) {
-    ForeignAccess access(table_of(h));
-    return state()[index_of(h)].type;
-  }
-  Window w;
-  return s[index_of(h)].type;
+  return with_variable(h, [](VarId v) { return state()[v].type; });
 }
 
 Size var_width(Handle h) {
-  TracerState& s = state();
-  if (table_of(h) != s.id) {
-    ForeignAccess access(table_of(h));
-    return width_local(index_of(h));
-  }
-  Window w;
-  return width_local(index_of(h));
+  return with_variable(h, [](VarId v) { return width_local(v); });
 }
 
 }  // namespace ff::detail

@@ -134,6 +134,20 @@ inline TracerState& state() {
   return create_thread_table();
 }
 
+/// Runs fn(v) on the variable the handle `h` names, in its own thread's window or, for an
+/// array of another thread's (or an orphaned) table, under a ForeignAccess: either way
+/// state() inside `fn` is the variable's table.
+template <class Fn>
+auto with_variable(Handle h, Fn&& fn) {
+  TracerState& s = state();
+  if (table_of(h) != s.id) {
+    ForeignAccess access(table_of(h));
+    return fn(index_of(h));
+  }
+  Window w;
+  return fn(index_of(h));
+}
+
 /// Reference counting of local variables (inside a window).
 inline void inc_local(VarId v) {
   if (v)

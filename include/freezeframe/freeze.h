@@ -324,6 +324,7 @@ class PathVisitor {
   };
 
   std::vector<Item> items;
+  std::vector<std::pair<uint64_t, std::string>> structs;  // each struct seen: name_hash, name
 
   void root(std::string p) {
     base_ = std::move(p);
@@ -353,8 +354,9 @@ class PathVisitor {
     stack_.push_back(path_);
   }
 
-  void struct_name(const char* name, uint64_t) {
+  void struct_name(const char* name, uint64_t hash) {
     items.push_back({path_, std::string("struct ") + name, -1});
+    structs.emplace_back(hash, name);
   }
 
   void map_key(std::string&) {}
