@@ -51,6 +51,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "backend/ir/ir_analysis.h"
 #include "common/hash.h"
 #include "common/log.h"
 #include "frontend/freeze_cache.h"
@@ -119,11 +120,8 @@ bool order_dependent(const rec::RecordingData& d) {
   for (const rec::Op& op : d.ops)
     if ((op.code == rec::OpCode::Reduce || op.code == rec::OpCode::PrefixSum) && is_float(op.type))
       return true;
-  for (const auto& k : d.kernels)
-    for (const IrInstr& in : k->instrs)
-      if (in.op == IrOp::ScatterAdd && is_float(in.type))
-        return true;
-  return false;
+  return std::any_of(d.kernels.begin(), d.kernels.end(),
+                     [](const auto& k) { return ff::order_dependent(*k); });
 }
 
 /// An array's contents as raw bytes (outside recordings: a host read).

@@ -3,51 +3,10 @@
 
 #include <algorithm>
 
+#include "backend/ir/ir_analysis.h"
+
 namespace ff::rec {
 namespace {
-
-bool has_range_report(const IrInstr& in) {
-  return (in.flags & kIrFlagReportRange) != 0;
-}
-
-/// Calls `value(uint32_t&)` for every operand naming an earlier instruction and
-/// `param(uint32_t&)` for every operand naming a parameter, as operand_roles() says.
-template <class V, class P>
-void for_operands(IrInstr& in, V&& value, P&& param) {
-  OperandRoles roles = operand_roles(in.op);
-  uint32_t* fields[] = {&in.a, &in.b, &in.c, &in.d, &in.e};
-  for (int f = 0; f < 5; ++f) {
-    if (roles.values & (1u << f))
-      value(*fields[f]);
-    else if (roles.params & (1u << f))
-      param(*fields[f]);
-  }
-  if (has_range_report(in)) {
-    uint32_t p = static_cast<uint32_t>(in.imm);
-    param(p);
-    in.imm = p;
-  }
-}
-
-bool is_side_effect(IrOp op) {
-  return op == IrOp::Store || op == IrOp::Scatter || op == IrOp::ScatterAdd;
-}
-
-/// The parameter `in` accesses as a buffer (kNoOperand for instructions that touch no
-/// buffer's elements).
-uint32_t buffer_param(const IrInstr& in) {
-  switch (in.op) {
-    case IrOp::Load:
-    case IrOp::LoadBroadcast:
-    case IrOp::Store:
-    case IrOp::Gather:
-    case IrOp::Scatter:
-    case IrOp::ScatterAdd:
-      return in.a;
-    default:
-      return kNoOperand;
-  }
-}
 
 bool same_arg(const LaunchArg& x, const LaunchArg& y) {
   return x.is_buffer == y.is_buffer && x.slot == y.slot && x.offset == y.offset &&
@@ -64,25 +23,11 @@ ParamKind merge_kind(ParamKind a, ParamKind b) {
 
 std::vector<ParamUse> param_uses(const KernelIR& ir) {
   std::vector<ParamUse> uses(ir.params.size());
-  for (const IrInstr& in : ir.instrs) {
-    switch (in.op) {
-      case IrOp::Load:
-        uses[in.a].lane_read = true;
-        break;
-      case IrOp::Store:
-        uses[in.a].lane_write = true;
-        break;
-      case IrOp::LoadBroadcast:
-      case IrOp::Gather:
-      case IrOp::Scatter:
-      case IrOp::ScatterAdd:
-        uses[in.a].other = true;
-        break;
-      default:
-        break;
-    }
-    if (has_range_report(in) && in.imm < uses.size())
-      uses[in.imm].other = true;
+  std::vector<ParamSummary> summary = param_summary(ir);
+  for (size_t p = 0; p < uses.size(); ++p) {
+    uses[p].lane_read = summary[p].has(ParamAccess::LaneRead);
+    uses[p].lane_write = summary[p].has(ParamAccess::LaneWrite);
+    uses[p].other = summary[p].cross_lane();
   }
   return uses;
 }
@@ -111,19 +56,19 @@ void append_launch(LaunchBody& body, const KernelIR& ir, std::span<const LaunchA
   // value it loaded.
   std::vector<uint32_t> stored(out.params.size(), kNoOperand),
       loaded(out.params.size(), kNoOperand);
-  for (size_t k = 0; k < out.instrs.size(); ++k) {
-    const IrInstr& in = out.instrs[k];
-    if (in.op == IrOp::Store)
-      stored[in.a] = in.b;
-    else if (in.op == IrOp::Load && loaded[in.a] == kNoOperand)
-      loaded[in.a] = static_cast<uint32_t>(k);
-  }
+  for_each_instr(out, [&](uint32_t k, const IrInstr& in) {
+    LaneAccess la = lane_access(in);
+    if (la.writes())
+      stored[la.param] = la.value;
+    else if (la.reads() && loaded[la.param] == kNoOperand)
+      loaded[la.param] = k;
+  });
 
   std::vector<uint32_t> vmap(ir.instrs.size(), kNoOperand);
   for (size_t k = 0; k < ir.instrs.size(); ++k) {
     IrInstr in = ir.instrs[k];
-    if (in.op == IrOp::Load) {
-      uint32_t p = pmap[in.a];
+    if (lane_access(in).reads()) {
+      uint32_t p = pmap[lane_access(in).param];
       if (stored[p] != kNoOperand) {
         vmap[k] = stored[p];
         continue;
@@ -133,15 +78,16 @@ void append_launch(LaunchBody& body, const KernelIR& ir, std::span<const LaunchA
         continue;
       }
     }
-    for_operands(
+    for_each_operand_field(
         in, [&](uint32_t& v) { v = vmap[v]; }, [&](uint32_t& p) { p = pmap[p]; });
     auto index = static_cast<uint32_t>(out.instrs.size());
     out.instrs.push_back(in);
     vmap[k] = index;
-    if (in.op == IrOp::Load)
-      loaded[in.a] = index;
-    else if (in.op == IrOp::Store)
-      stored[in.a] = in.b;
+    LaneAccess la = lane_access(in);
+    if (la.reads())
+      loaded[la.param] = index;
+    else if (la.writes())
+      stored[la.param] = la.value;
   }
 }
 
@@ -154,17 +100,15 @@ bool remove_dead_work(LaunchBody& body, const std::function<bool(uint32_t param)
   std::vector<uint8_t> overwritten(ir.params.size(), 0);
   for (size_t k = n; k-- > 0;) {
     const IrInstr& in = ir.instrs[k];
-    uint32_t p = buffer_param(in);
-    if (in.op == IrOp::Store) {
-      live[k] = !overwritten[p] && keep_store(p);
-      overwritten[p] = 1;
-    } else if (is_side_effect(in.op)) {
+    LaneAccess la = lane_access(in);
+    if (la.writes())
+      live[k] = !overwritten[la.param] && keep_store(la.param);
+    else if (op_facts(in.op).side_effect)
       live[k] = 1;
-    }
-    if (p != kNoOperand && in.op != IrOp::Store)
-      overwritten[p] = 0;  // read (or scattered) here: an earlier store is seen
-    if (has_range_report(in))
-      overwritten[in.imm] = 0;
+    for_each_param(in, [&](const IrParamUse& u) {
+      if (is_buffer_access(u.access))  // a store hides what is before it; the rest see it
+        overwritten[u.param] = u.access == ParamAccess::LaneWrite;
+    });
   }
   bool any_effect = std::find(live.begin(), live.end(), 1) != live.end();
 
@@ -172,9 +116,7 @@ bool remove_dead_work(LaunchBody& body, const std::function<bool(uint32_t param)
   for (size_t k = n; k-- > 0;) {
     if (!live[k])
       continue;
-    IrInstr in = ir.instrs[k];
-    for_operands(
-        in, [&](uint32_t& v) { live[v] = 1; }, [](uint32_t&) {});
+    for_each_value(ir.instrs[k], [&](uint32_t v) { live[v] = 1; });
   }
 
   // Renumber instructions and parameters; recompute parameter kinds.
@@ -186,26 +128,12 @@ bool remove_dead_work(LaunchBody& body, const std::function<bool(uint32_t param)
     if (!live[k])
       continue;
     IrInstr in = ir.instrs[k];
-    for_operands(
+    for_each_param(in, [&](const IrParamUse& u) {
+      read[u.param] |= access_reads(u.access);
+      written[u.param] |= access_writes(u.access);
+    });
+    for_each_operand_field(
         in, [&](uint32_t& v) { v = vmap[v]; }, [&](uint32_t& p) { used[p] = 1; });
-    switch (in.op) {
-      case IrOp::Load:
-      case IrOp::LoadBroadcast:
-      case IrOp::Gather:
-        read[in.a] = 1;
-        break;
-      case IrOp::Store:
-        written[in.a] = 1;
-        break;
-      case IrOp::Scatter:
-      case IrOp::ScatterAdd:
-        read[in.a] = written[in.a] = 1;
-        break;
-      default:
-        break;
-    }
-    if (has_range_report(in))
-      read[in.imm] = written[in.imm] = 1;
     vmap[k] = static_cast<uint32_t>(kept.size());
     kept.push_back(in);
   }
@@ -225,7 +153,7 @@ bool remove_dead_work(LaunchBody& body, const std::function<bool(uint32_t param)
     args.push_back(body.args[p]);
   }
   for (IrInstr& in : kept)
-    for_operands(
+    for_each_operand_field(
         in, [](uint32_t&) {}, [&](uint32_t& p) { p = pmap[p]; });
   ir.instrs = std::move(kept);
   ir.params = std::move(params);

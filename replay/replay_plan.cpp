@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/ir/ir_analysis.h"
 #include "freezeframe/errors.h"
 #include "recorder/size_eval.h"
 
@@ -38,28 +39,19 @@ struct Extent {
 std::vector<Extent> buffer_extents(const KernelIR& ir) {
   std::vector<Extent> e(ir.params.size());
   auto elem = [&](uint32_t p) { return static_cast<uint32_t>(size_of(ir.params[p].type)); };
-  for (const IrInstr& in : ir.instrs) {
-    switch (in.op) {
-      case IrOp::Load:
-      case IrOp::Store:
-        e[in.a].lane_bytes = elem(in.a);
-        break;
-      case IrOp::LoadBroadcast:
-        e[in.a].fixed_bytes = std::max(e[in.a].fixed_bytes, elem(in.a));
-        break;
-      case IrOp::Gather:
-        e[in.a].bounds.push_back({in.d, elem(in.a)});
-        break;
-      case IrOp::Scatter:
-      case IrOp::ScatterAdd:
-        e[in.a].bounds.push_back({in.e, elem(in.a)});
-        break;
-      default:
-        break;
-    }
-    if (in.flags & kIrFlagReportRange)
-      e[in.imm].fixed_bytes = std::max<uint32_t>(e[in.imm].fixed_bytes, 16);  // two words
-  }
+  for_each_instr(ir, [&](uint32_t, const IrInstr& in) {
+    for_each_param(in, [&](const IrParamUse& u) {
+      Extent& x = e[u.param];
+      if (is_lane_access(u.access))
+        x.lane_bytes = elem(u.param);
+      else if (u.access == ParamAccess::BroadcastRead)
+        x.fixed_bytes = std::max(x.fixed_bytes, elem(u.param));
+      else if (is_indexed_access(u.access))
+        x.bounds.push_back({u.bound, elem(u.param)});
+      else if (u.access == ParamAccess::RangeReport)
+        x.fixed_bytes = std::max<uint32_t>(x.fixed_bytes, 16);  // two words
+    });
+  });
   return e;
 }
 

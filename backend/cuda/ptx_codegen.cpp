@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/cuda/ptx_math.h"
+#include "backend/ir/ir_analysis.h"
 #include "freezeframe/errors.h"
 
 namespace ff::cuda_backend {
@@ -271,29 +272,9 @@ std::string KernelEmitter::emit(const std::string& name) {
     throw BackendError("cuda backend: kernel " + ir_.hash.to_hex() + " has " +
                        std::to_string(n_params) + " parameters; at most " +
                        std::to_string(kMaxKernelParams) + " fit a launch");
-  std::vector<bool> used(n_params, false);
+  std::vector<ParamSummary> uses = param_summary(ir_);
   bool globals = false;
   for (const IrInstr& in : ir_.instrs) {
-    switch (in.op) {
-      case IrOp::Scalar:
-      case IrOp::Load:
-      case IrOp::LoadBroadcast:
-      case IrOp::Store:
-        used[in.a] = true;
-        break;
-      case IrOp::Gather:
-        used[in.a] = used[in.d] = true;
-        break;
-      case IrOp::Scatter:
-      case IrOp::ScatterAdd:
-        used[in.a] = used[in.e] = true;
-        break;
-      default:
-        break;
-    }
-    if ((in.op == IrOp::Gather || in.op == IrOp::Scatter || in.op == IrOp::ScatterAdd) &&
-        (in.flags & kIrFlagReportRange))
-      used[in.imm] = true;
     globals = globals || (is_float(in.type) && math_needs_globals(in.op));
   }
 
@@ -317,7 +298,7 @@ std::string KernelEmitter::emit(const std::string& name) {
   raw_.assign(n_params, {});
   ptr_.assign(n_params, {});
   for (size_t p = 0; p < n_params; ++p) {
-    if (!used[p])
+    if (!uses[p].used())
       continue;
     raw_[p] = b64();
     w_.op("ld.param.u64 {}, [ff_p{}]", raw_[p], p);

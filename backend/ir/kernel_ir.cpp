@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "backend/ir/ir_analysis.h"
 #include "backend/ir/size_expr.h"
 #include "common/assert.h"
 #include "freezeframe/errors.h"
@@ -42,44 +43,6 @@ const char* to_string(IrOp op) {
       "select"};
   auto i = static_cast<unsigned>(op);
   return i < kNumIrOps ? names[i] : "invalid-op";
-}
-
-OperandRoles operand_roles(IrOp op) {
-  constexpr uint8_t a = 1, b = 2, c = 4, d = 8, e = 16;
-  switch (op) {
-    case IrOp::Index:
-    case IrOp::Literal:
-      return {};
-    case IrOp::Scalar:
-    case IrOp::Load:
-    case IrOp::LoadBroadcast:
-      return {0, a};
-    case IrOp::Gather:
-      return {b | c, a | d};
-    case IrOp::Store:
-      return {b, a};
-    case IrOp::Scatter:
-    case IrOp::ScatterAdd:
-      return {b | c | d, a | e};
-    case IrOp::Neg:
-    case IrOp::Not:
-    case IrOp::Abs:
-    case IrOp::Sqrt:
-    case IrOp::Exp:
-    case IrOp::Log:
-    case IrOp::Sin:
-    case IrOp::Cos:
-    case IrOp::Floor:
-    case IrOp::Ceil:
-    case IrOp::Cast:
-    case IrOp::Bitcast:
-      return {a, 0};
-    case IrOp::Fma:
-    case IrOp::Select:
-      return {a | b | c, 0};
-    default:
-      return {a | b, 0};  // binary operations and comparisons
-  }
 }
 
 const char* to_string(ParamKind k) {
@@ -275,6 +238,7 @@ class IrValidator {
       if (!is_valid(in.type))
         fail("invalid type");
       check_flags(in);
+      param_operands(in);
       if (leaf(in) || memory(in) || unary(in) || binary(in) || compare(in) || ternary(in))
         continue;
       FF_ASSERT(false, "kernel IR opcode {} has no validation rule", to_string(in.op));
@@ -303,7 +267,7 @@ class IrValidator {
       fail("unknown flag bits " + std::to_string(in.flags & ~uint16_t{kIrFlagReportRange}));
     if (!(in.flags & kIrFlagReportRange))
       return;
-    if (in.op != IrOp::Gather && in.op != IrOp::Scatter && in.op != IrOp::ScatterAdd)
+    if (!op_facts(in.op).reports_range)
       fail("only gather, scatter and scatter_add report ranges");
     if (in.imm >= ir_.params.size())
       fail("report parameter " + std::to_string(in.imm) + " out of range");
@@ -313,13 +277,36 @@ class IrValidator {
   }
 
   // --- operand references -----------------------------------------------------------------
+  /// Every parameter the instruction names, checked for the access op_facts() gives it (the
+  /// range report's parameter is check_flags'). Value operands are checked per opcode family
+  /// below, with their types.
+  void param_operands(const IrInstr& in) const {
+    for_each_param(in, [&](const IrParamUse& u) {
+      switch (u.access) {
+        case ParamAccess::ScalarValue: {
+          const IrParam& pr = param(u.param, "scalar");
+          if (pr.kind != ParamKind::Scalar || pr.type != type())
+            fail("must name a scalar parameter of its type");
+          break;
+        }
+        case ParamAccess::Bound:
+          bound(u.param);
+          break;
+        case ParamAccess::RangeReport:
+          break;
+        default:
+          buffer(u.param, access_reads(u.access), access_writes(u.access));
+          break;
+      }
+    });
+  }
+
   /// The type of value operand `v`: an earlier instruction that defines a value.
   ScalarType value(uint32_t v, const char* role) const {
     if (v >= k_)
       fail(std::string(role) + " names value " + std::to_string(v) +
            ", which is not an earlier instruction");
-    IrOp op = ir_.instrs[v].op;
-    if (op == IrOp::Store || op == IrOp::Scatter || op == IrOp::ScatterAdd)
+    if (op_facts(ir_.instrs[v].op).side_effect)
       fail(std::string(role) + " names value " + std::to_string(v) + ", a side effect");
     return ir_.instrs[v].type;
   }
@@ -377,40 +364,31 @@ class IrValidator {
         return true;
       case IrOp::Literal:
         return true;
-      case IrOp::Scalar: {
-        const IrParam& pr = param(in.a, "scalar");
-        if (pr.kind != ParamKind::Scalar || pr.type != type())
-          fail("must name a scalar parameter of its type");
+      case IrOp::Scalar:  // its parameter: param_operands()
         return true;
-      }
       default:
         return false;
     }
   }
 
+  // Their buffer and bound parameters: param_operands().
   bool memory(const IrInstr& in) const {
     switch (in.op) {
       case IrOp::Load:
       case IrOp::LoadBroadcast:
-        buffer(in.a, true, false);
         return true;
       case IrOp::Gather:
-        buffer(in.a, true, false);
         index_and_mask(in.b, in.c);
-        bound(in.d);
         return true;
       case IrOp::Store:
-        buffer(in.a, false, true);
         same(in.b, "value");
         return true;
       case IrOp::Scatter:
       case IrOp::ScatterAdd:
-        buffer(in.a, true, true);
         if (in.op == IrOp::ScatterAdd && !numeric())
           fail("scatter_add needs a numeric type");
         index_and_mask(in.b, in.c);
         same(in.d, "value");
-        bound(in.e);
         return true;
       default:
         return false;

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "backend/ir/ir_analysis.h"
+
 namespace ff::llvm_backend {
 namespace {
 
@@ -28,38 +30,31 @@ constexpr Weight kIntDiv{300, 600};    // scalarised: one idiv per lane plus the
 
 uint64_t instr_work(const IrInstr& in) {
   Weight w = kCheap;
-  switch (in.op) {
-    case IrOp::Literal:
-    case IrOp::Scalar:
-    case IrOp::LoadBroadcast:
+  switch (op_facts(in.op).cost) {
+    case CostClass::Uniform:
       return 0;  // uniform: hoisted out of the loop
-    case IrOp::Load:
-    case IrOp::Store:
+    case CostClass::Cheap:
+      break;
+    case CostClass::Memory:
       w = kMemory;
       break;
-    case IrOp::Gather:
+    case CostClass::Gather:
       w = kGather;
       break;
-    case IrOp::Scatter:
+    case CostClass::Scatter:
       w = kScatter;
       break;
-    case IrOp::ScatterAdd:
+    case CostClass::ScatterAdd:
       w = kScatterAdd;
       break;
-    case IrOp::Sqrt:
+    case CostClass::Sqrt:
       w = kSqrt;
       break;
-    case IrOp::Div:
-    case IrOp::Mod:
+    case CostClass::Divide:
       w = is_float(in.type) ? kFloatDiv : kIntDiv;
       break;
-    case IrOp::Exp:
-    case IrOp::Log:
-    case IrOp::Sin:
-    case IrOp::Cos:
+    case CostClass::Transcendental:
       w = kTranscend;
-      break;
-    default:
       break;
   }
   return size_of(in.type) == 8 ? w.w64 : w.w32;

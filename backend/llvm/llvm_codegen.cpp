@@ -13,6 +13,7 @@
 #include <bit>
 #include <vector>
 
+#include "backend/ir/ir_analysis.h"
 #include "freezeframe/errors.h"
 
 namespace ff::llvm_backend {
@@ -216,33 +217,11 @@ void KernelEmitter::emit(const std::string& name) {
 
   // Load only the arguments the kernel uses.
   size_t n_params = ir_.params.size();
-  std::vector<bool> used(n_params, false);
-  for (const IrInstr& in : ir_.instrs) {
-    switch (in.op) {
-      case IrOp::Scalar:
-      case IrOp::Load:
-      case IrOp::LoadBroadcast:
-      case IrOp::Store:
-        used[in.a] = true;
-        break;
-      case IrOp::Gather:
-        used[in.a] = used[in.d] = true;
-        break;
-      case IrOp::Scatter:
-      case IrOp::ScatterAdd:
-        used[in.a] = used[in.e] = true;
-        break;
-      default:
-        break;
-    }
-    if ((in.op == IrOp::Gather || in.op == IrOp::Scatter || in.op == IrOp::ScatterAdd) &&
-        (in.flags & kIrFlagReportRange))
-      used[in.imm] = true;
-  }
+  std::vector<ParamSummary> uses = param_summary(ir_);
   raw_.assign(n_params, nullptr);
   ptr_.assign(n_params, nullptr);
   for (size_t p = 0; p < n_params; ++p) {
-    if (!used[p])
+    if (!uses[p].used())
       continue;
     Value* slot = b_.CreateConstInBoundsGEP1_64(b_.getInt64Ty(), args, p);
     raw_[p] = b_.CreateAlignedLoad(b_.getInt64Ty(), slot, llvm::Align(8));
@@ -959,9 +938,8 @@ Value* KernelEmitter::emit_cast(ScalarType from, ScalarType to, Value* v) {
 }  // namespace
 
 unsigned interleave_factor(const KernelIR& ir) {
-  for (const IrInstr& in : ir.instrs)
-    if (in.op == IrOp::Gather || in.op == IrOp::Scatter || in.op == IrOp::ScatterAdd)
-      return 1;  // memory-bound or ordered: nothing to gain, or an order to keep
+  if (has_indexed_access(ir))
+    return 1;  // memory-bound or ordered: nothing to gain, or an order to keep
   size_t n = ir.instrs.size();
   return n <= 512 ? 8 : n <= 1024 ? 4 : n <= 2048 ? 2 : 1;
 }

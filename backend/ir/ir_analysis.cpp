@@ -1,0 +1,186 @@
+// The per-opcode facts table and the kernel-level analyses built on it (ir_analysis.h).
+#include "backend/ir/ir_analysis.h"
+
+#include <array>
+
+namespace ff {
+namespace {
+
+using A = ParamAccess;
+using C = CostClass;
+constexpr uint8_t fa = 1, fb = 2, fc = 4, fd = 8, fe = 16;
+
+constexpr OpFacts pure(uint8_t values, CostClass cost = C::Cheap) {
+  OpFacts f;
+  f.roles = {values, 0};
+  f.cost = cost;
+  return f;
+}
+
+/// An instruction naming parameter `a` with access `access` and no values (a leaf).
+constexpr OpFacts leaf(ParamAccess access, CostClass cost) {
+  OpFacts f;
+  f.roles = {0, fa};
+  f.access[0] = access;
+  f.cost = cost;
+  return f;
+}
+
+constexpr OpFacts gather() {
+  OpFacts f;
+  f.roles = {fb | fc, fa | fd};  // a: buffer, b: index, c: mask, d: bound
+  f.access[0] = A::IndexedRead;
+  f.access[3] = A::Bound;
+  f.reports_range = true;
+  f.cost = C::Gather;
+  return f;
+}
+
+constexpr OpFacts store() {
+  OpFacts f;
+  f.roles = {fb, fa};  // a: buffer, b: value
+  f.access[0] = A::LaneWrite;
+  f.side_effect = true;
+  f.cost = C::Memory;
+  return f;
+}
+
+constexpr OpFacts scatter(bool add) {
+  OpFacts f;
+  f.roles = {fb | fc | fd, fa | fe};  // a: buffer, b: index, c: mask, d: value, e: bound
+  f.access[0] = add ? A::IndexedAccumulate : A::IndexedWrite;
+  f.access[4] = A::Bound;
+  f.side_effect = true;
+  f.reports_range = true;
+  f.accumulates = add;
+  f.cost = add ? C::ScatterAdd : C::Scatter;
+  return f;
+}
+
+constexpr std::array<OpFacts, kNumIrOps> make_table() {
+  std::array<OpFacts, kNumIrOps> t{};
+  auto set = [&t](IrOp op, OpFacts f) { t[static_cast<size_t>(op)] = f; };
+  // Every opcode not set below is binary (a, b) and cheap: arithmetic, logic, comparisons.
+  for (auto& f : t)
+    f = pure(fa | fb);
+  set(IrOp::Index, pure(0));
+  set(IrOp::Literal, pure(0, C::Uniform));
+  set(IrOp::Scalar, leaf(A::ScalarValue, C::Uniform));
+  set(IrOp::Load, leaf(A::LaneRead, C::Memory));
+  set(IrOp::LoadBroadcast, leaf(A::BroadcastRead, C::Uniform));
+  set(IrOp::Gather, gather());
+  set(IrOp::Store, store());
+  set(IrOp::Scatter, scatter(false));
+  set(IrOp::ScatterAdd, scatter(true));
+  for (IrOp op :
+       {IrOp::Neg, IrOp::Not, IrOp::Abs, IrOp::Floor, IrOp::Ceil, IrOp::Cast, IrOp::Bitcast})
+    set(op, pure(fa));
+  set(IrOp::Sqrt, pure(fa, C::Sqrt));
+  for (IrOp op : {IrOp::Exp, IrOp::Log, IrOp::Sin, IrOp::Cos})
+    set(op, pure(fa, C::Transcendental));
+  set(IrOp::Div, pure(fa | fb, C::Divide));
+  set(IrOp::Mod, pure(fa | fb, C::Divide));
+  set(IrOp::Fma, pure(fa | fb | fc));
+  set(IrOp::Select, pure(fa | fb | fc));
+  return t;
+}
+
+constexpr std::array<OpFacts, kNumIrOps> kFacts = make_table();
+constexpr OpFacts kInvalid{};  // no operands: nothing of an invalid instruction is read
+
+}  // namespace
+
+const char* to_string(ParamAccess a) {
+  switch (a) {
+    case A::ScalarValue:
+      return "scalar";
+    case A::Bound:
+      return "bound";
+    case A::LaneRead:
+      return "lane-read";
+    case A::LaneWrite:
+      return "lane-write";
+    case A::BroadcastRead:
+      return "broadcast-read";
+    case A::IndexedRead:
+      return "indexed-read";
+    case A::IndexedWrite:
+      return "indexed-write";
+    case A::IndexedAccumulate:
+      return "indexed-accumulate";
+    case A::RangeReport:
+      return "range-report";
+  }
+  return "invalid-access";
+}
+
+const OpFacts& op_facts(IrOp op) {
+  auto i = static_cast<size_t>(op);
+  return i < kFacts.size() ? kFacts[i] : kInvalid;
+}
+
+OperandRoles operand_roles(IrOp op) {
+  return op_facts(op).roles;
+}
+
+LaneAccess lane_access(const IrInstr& in) {
+  LaneAccess la;
+  const OpFacts& facts = op_facts(in.op);
+  for (int f = 0; f < 5; ++f)
+    if ((facts.roles.params & (1u << f)) && is_lane_access(facts.access[f])) {
+      la.access = facts.access[f];
+      la.param = ir_detail::field(in, f);
+    }
+  if (la.access == A::LaneWrite)
+    for_each_value(in, [&](uint32_t v) { la.value = v; });  // a store names one value
+  return la;
+}
+
+bool ParamSummary::reads() const {
+  for (int a = 0; a < kNumParamAccesses; ++a)
+    if (has(static_cast<A>(a)) && access_reads(static_cast<A>(a)))
+      return true;
+  return false;
+}
+
+bool ParamSummary::writes() const {
+  for (int a = 0; a < kNumParamAccesses; ++a)
+    if (has(static_cast<A>(a)) && access_writes(static_cast<A>(a)))
+      return true;
+  return false;
+}
+
+bool ParamSummary::cross_lane() const {
+  for (int a = 0; a < kNumParamAccesses; ++a)
+    if (has(static_cast<A>(a)) && is_buffer_access(static_cast<A>(a)) &&
+        !is_lane_access(static_cast<A>(a)))
+      return true;
+  return false;
+}
+
+std::vector<ParamSummary> param_summary(const KernelIR& ir) {
+  std::vector<ParamSummary> s(ir.params.size());
+  for_each_instr(ir, [&](uint32_t, const IrInstr& in) {
+    for_each_param(in, [&](const IrParamUse& u) {
+      if (u.param < s.size())
+        s[u.param].accesses |= static_cast<uint16_t>(1u << static_cast<int>(u.access));
+    });
+  });
+  return s;
+}
+
+bool order_dependent(const KernelIR& ir) {
+  bool any = false;
+  for_each_instr(ir, [&](uint32_t, const IrInstr& in) { any = any || order_dependent(in); });
+  return any;
+}
+
+bool has_indexed_access(const KernelIR& ir) {
+  bool any = false;
+  for_each_instr(ir, [&](uint32_t, const IrInstr& in) {
+    for_each_param(in, [&](const IrParamUse& u) { any = any || is_indexed_access(u.access); });
+  });
+  return any;
+}
+
+}  // namespace ff
