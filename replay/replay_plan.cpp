@@ -10,6 +10,7 @@
 #include "replay/replay_plan.h"
 
 #include <algorithm>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -99,9 +100,13 @@ ReplayPlan::ReplayPlan(std::shared_ptr<const rec::RecordingData> data, Backend& 
   }
   n_early_guards = static_cast<uint32_t>(guard_order.size());
 
+  // The op sequence, each op planned at its own index. A nested op list (a loop op's body, to
+  // come) is a subrange of d.ops planned by this same loop right after its loop op, which
+  // then holds its body's range (PlannedOp).
   ops.reserve(d.ops.size());
-  for (size_t i = 0; i < d.ops.size(); ++i) {
-    const rec::Op& op = d.ops[i];
+  std::span<const rec::Op> sequence = d.ops;
+  for (const rec::Op& op : sequence) {
+    auto i = static_cast<size_t>(&op - d.ops.data());
     PlannedOp p;
     p.code = op.code;
     if (op.size_expr != rec::kNone)

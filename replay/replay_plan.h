@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "backend/backend.h"
@@ -54,6 +55,11 @@ struct PlannedOp {
   uint32_t scalar_begin = 0, scalar_end = 0;  // into ReplayPlan::scalar_patches
   uint32_t bound_begin = 0, bound_end = 0;    // into ReplayPlan::bound_checks
   uint32_t guard_begin = 0, guard_end = 0;    // guards checked after this op
+  // A loop op (the control-flow issue) plugs in here: its body is a nested op list, planned
+  // like the top level into a subrange [body_begin, body_end) of ReplayPlan::ops right after
+  // the loop op (so an op's index stays its position in the plan, the index observers and
+  // messages name), handed out by ReplayPlan::body() as the same span type as sequence(),
+  // and walked by the replayer while the loop's condition holds.
 };
 
 class ReplayPlan {
@@ -67,6 +73,13 @@ class ReplayPlan {
   uint64_t backend_id() const { return backend_id_; }
 
   uint64_t generation() const { return generation_; }
+
+  /// The op sequence a replay walks, in order. A nested op list (a loop op's body, to come) is
+  /// a span of the same type over a subrange of `ops`, walked the same way.
+  std::span<const PlannedOp> sequence() const { return ops; }
+
+  /// The position in the plan of `op`, an element of `ops`: its index in RecordingData::ops.
+  size_t index_of(const PlannedOp& op) const { return static_cast<size_t>(&op - ops.data()); }
 
   std::shared_ptr<const rec::RecordingData> data_;
   uint64_t backend_id_;

@@ -1,4 +1,11 @@
 // The replay loop: bind inputs, check guards, walk the planned ops with new pointers.
+//
+// One walker, Replay<Executor>, describes each op once: it evaluates the op's sizes, checks
+// every access against the slots' capacities, computes the pointers, keeps the slots' books
+// (live buffers, sizes) and hands the op to an executor (replay/executors.h), which decides
+// how it reaches the backend: op by op, batched into command lists, observed. run() picks the
+// executor once per replay; the walker is instantiated per executor, so no per-op code asks
+// which mode it is in.
 #include "replay/replayer.h"
 
 #include <cstring>
@@ -7,6 +14,7 @@
 #include "backend/command_list.h"
 #include "freezeframe/errors.h"
 #include "recorder/size_eval.h"
+#include "replay/executors.h"
 
 namespace ff::replay {
 namespace {
@@ -22,22 +30,17 @@ struct Scratch {
   std::vector<KernelArg> args;
   std::vector<SizeNode> prov;
   std::vector<SizeNode> prov2;
-  CommandList list;  // batched device work (Backend::prefers_command_lists)
+  std::vector<std::vector<SizeNode>> arg_provs;  // Nested: per launch argument
+  CommandList list;                              // Batching
 };
 
 thread_local Scratch t_scratch;
 
-class Run {
+template <class Exec>
+class Replay {
  public:
-  Run(const ReplayPlan& plan, Backend& backend, const ReplayOptions& options)
-      : plan_(plan),
-        d_(plan.data()),
-        backend_(backend),
-        options_(options),
-        s_(t_scratch),
-        // Op by op when an observer times or traces each op, or when an outer recording
-        // must see single ops with their provenance.
-        batch_(!options.provenance && !options.observer && backend.prefers_command_lists()) {
+  Replay(const ReplayPlan& plan, Backend& backend, Exec exec, Scratch& scratch)
+      : plan_(plan), d_(plan.data()), backend_(backend), exec_(exec), s_(scratch) {
     s_.list.clear();
     size_t n = d_.slots.size();
     s_.ptr.assign(n, nullptr);
@@ -47,20 +50,143 @@ class Run {
     s_.args.resize(plan.max_args);
   }
 
-  std::vector<ReplayOutput> execute(std::span<const ReplayInput> inputs);
-  void cleanup() noexcept;
+  std::vector<ReplayOutput> run(std::span<const ReplayInput> inputs) {
+    bind_inputs(inputs);
+    check_guards(0, plan_.n_early_guards);
+    copy_written_inputs(inputs);
+    walk(plan_.sequence());
+    exec_.finish();
+    std::vector<ReplayOutput> outs = hand_over_outputs();
+    cleanup();
+    return outs;
+  }
+
+  /// Gives back everything this replay still holds (at once: the executor's work has run or
+  /// is abandoned): the executor's unrun work, live slots and input copies.
+  void cleanup() noexcept {
+    exec_.abandon();
+    for (size_t s = 0; s < s_.live.size(); ++s)
+      if (s_.live[s]) {
+        backend_.release(s_.ptr[s]);
+        s_.live[s] = 0;
+      }
+    for (void* c : input_copies_)
+      backend_.release(c);
+    input_copies_.clear();
+  }
 
  private:
-  /// Gives a live slot's buffer back: after the work before it when batching.
+  void bind_inputs(std::span<const ReplayInput> inputs);
+  void copy_written_inputs(std::span<const ReplayInput> inputs);
+  std::vector<ReplayOutput> hand_over_outputs();
+
+  /// Runs an op sequence in order: the plan's (ReplayPlan::sequence) or, once the IR has loops,
+  /// a loop op's body, a subrange of the same array. A loop op's case in step() would run
+  /// `while (condition) walk(plan_.body(p));`, its condition read like a compress count (a
+  /// host read: a batching executor submits what it holds first).
+  void walk(std::span<const PlannedOp> ops) {
+    for (const PlannedOp& p : ops)
+      step(plan_.index_of(p), p);
+  }
+
+  void step(size_t i, const PlannedOp& p) {
+    const rec::Op& op = d_.ops[i];
+    exec_.begin_op(i);
+    switch (p.code) {
+      case OpCode::Alloc:
+        alloc(i, p, op);
+        break;
+      case OpCode::Release:
+        release_slot(op.dst);
+        break;
+      case OpCode::Copy:
+        copy(i, p, op);
+        break;
+      case OpCode::Fill: {
+        uint64_t n = eval(p.size, "fill");
+        char* dst = access(op.dst, op.dst_offset, bytes_of(n, op.elem_size, i), i);
+        exec_.fill(dst, n, op.elem_size, op.value);
+        break;
+      }
+      case OpCode::Launch:
+        launch(i, p, op);
+        break;
+      case OpCode::Reduce:
+      case OpCode::PrefixSum:
+      case OpCode::Compress:
+        scan(i, p, op);
+        break;
+      case OpCode::Sync:
+        exec_.sync();
+        break;
+    }
+    exec_.end_op(i, s_.size);
+    if (p.guard_begin != p.guard_end)
+      check_guards(p.guard_begin, p.guard_end);
+  }
+
+  void alloc(size_t i, const PlannedOp& p, const rec::Op& op) {
+    uint64_t n = eval(p.size, "alloc");
+    uint64_t capacity = bytes_of(n, size_of(op.type), i);
+    void* ptr;
+    if (Exec::kReusesBuffers && op.src != rec::kNone && s_.live[op.src] &&
+        s_.capacity[op.src] == capacity) {
+      // The optimiser handed this slot the buffer of one that ends here (reuse-buffers).
+      ptr = s_.ptr[op.src];
+      s_.live[op.src] = 0;
+    } else {
+      if (op.src != rec::kNone)
+        release_slot(op.src);
+      ptr = exec_.alloc(op.type, n, prov_of(op.size_expr, s_.prov));
+    }
+    s_.ptr[op.dst] = ptr;
+    s_.size[op.dst] = n;
+    s_.capacity[op.dst] = capacity;
+    s_.live[op.dst] = 1;
+  }
+
+  /// Gives a live slot's buffer back (after the work before it).
   void release_slot(uint32_t slot) {
     if (!s_.live[slot])
       return;
-    if (batch_)
-      batched(CommandKind::Release).dst = s_.ptr[slot];
-    else
-      backend_.release(s_.ptr[slot]);
+    exec_.release(s_.ptr[slot]);
     s_.live[slot] = 0;
   }
+
+  void copy(size_t i, const PlannedOp& p, const rec::Op& op) {
+    uint64_t bytes = eval(p.size, "copy");
+    char* dst = access(op.dst, op.dst_offset, bytes, i);
+    auto kind = static_cast<CopyKind>(op.sub);
+    const void* src;
+    if (kind == CopyKind::HostToDevice) {
+      const auto& c = d_.constants[op.constant];
+      if (bytes > c.size())
+        throw FreezeError("replay op " + std::to_string(i) + ": constant too small");
+      src = c.data();
+    } else {
+      src = access(op.src, op.src_offset, bytes, i);
+    }
+    exec_.copy(dst, src, bytes, kind);
+  }
+
+  /// Reduce, PrefixSum, Compress: `n` elements in, one (Reduce) or `n` out.
+  void scan(size_t i, const PlannedOp& p, const rec::Op& op) {
+    uint64_t n = eval(p.size, to_string(p.code));
+    size_t in_elem = p.code == OpCode::Compress ? 1 : size_of(op.type);
+    size_t out_elems = p.code == OpCode::Reduce ? 1 : n;
+    size_t out_elem = p.code == OpCode::Compress ? 4 : size_of(op.type);
+    const char* in = access(op.src, op.src_offset, bytes_of(n, in_elem, i), i);
+    char* out = access(op.dst, op.dst_offset, bytes_of(out_elems, out_elem, i), i);
+    if (p.code == OpCode::Reduce)
+      exec_.reduce(static_cast<ReduceOp>(op.sub), op.type, in, n, out);
+    else if (p.code == OpCode::PrefixSum)
+      exec_.prefix_sum(op.type, op.flag != 0, in, n, out);
+    else
+      s_.size[op.dst] = exec_.compress(in, n, out);  // data-dependent, read at replay
+  }
+
+  void launch(size_t i, const PlannedOp& p, const rec::Op& op);
+  void check_guards(uint32_t begin, uint32_t end);
 
   uint64_t eval(const SizeRef& r, const char* where) const {
     switch (r.kind) {
@@ -74,13 +200,20 @@ class Run {
     return 0;
   }
 
-  /// Postfix provenance of expression `e` with slot leaves mapped to this replay's pointers.
+  /// Postfix provenance of expression `e` with slot leaves mapped to this replay's pointers;
+  /// empty unless the executor passes provenance down.
   SizeProv prov_of(uint32_t e, std::vector<SizeNode>& out) const {
-    out.clear();
-    if (!options_.provenance || e == rec::kNone)
+    if constexpr (!Exec::kProvenance) {
+      (void)e;
+      (void)out;
       return {};
-    append_prov(e, out);
-    return out;
+    } else {
+      out.clear();
+      if (e == rec::kNone)
+        return {};
+      append_prov(e, out);
+      return out;
+    }
   }
 
   void append_prov(uint32_t e, std::vector<SizeNode>& out) const {
@@ -108,6 +241,7 @@ class Run {
     return n * elem;
   }
 
+  /// The bounds check of every access: bytes [offset, offset + bytes) of `slot`.
   void check_range(uint32_t slot, uint64_t offset, uint64_t bytes, size_t op) const {
     if (offset > s_.capacity[slot] || bytes > s_.capacity[slot] - offset)
       throw FreezeError("replay op " + std::to_string(op) + " (" + to_string(d_.ops[op].code) +
@@ -117,117 +251,22 @@ class Run {
                         " bytes for these inputs");
   }
 
-  void check_guards(uint32_t begin, uint32_t end);
-  void op_launch(size_t i, const PlannedOp& p);
-
-  // Batching: device work goes into s_.list and reaches the backend in one submit() at the
-  // points where the host needs a result (a compress count, a sync, a copy from host memory)
-  // and at the end; a list has the same key at the same place of the same plan every replay.
-  Command& batched(CommandKind kind) {
-    Command& c = s_.list.commands.emplace_back();
-    c.kind = kind;
-    return c;
-  }
-
-  size_t flush() {
-    if (s_.list.empty())
-      return 0;
-    auto plan_id = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(&plan_));
-    s_.list.key = (plan_id * 0x9E3779B97F4A7C15ull) ^ (++segment_);
-    size_t count;
-    try {
-      count = backend_.submit(s_.list);
-    } catch (...) {
-      s_.list.clear();  // submit disposed of the list's releases either way
-      throw;
-    }
-    s_.list.clear();
-    return count;
+  /// The address of a checked access.
+  char* access(uint32_t slot, uint64_t offset, uint64_t bytes, size_t op) const {
+    check_range(slot, offset, bytes, op);
+    return static_cast<char*>(s_.ptr[slot]) + offset;
   }
 
   const ReplayPlan& plan_;
   const rec::RecordingData& d_;
   Backend& backend_;
-  const ReplayOptions& options_;
+  Exec exec_;
   Scratch& s_;
   std::vector<void*> input_copies_;
-  bool batch_;
-  uint64_t segment_ = 0;
 };
 
-void Run::check_guards(uint32_t begin, uint32_t end) {
-  for (uint32_t k = begin; k < end; ++k) {
-    const rec::Guard& g = d_.guards[plan_.guard_order[k]];
-    uint64_t a = rec::evaluate(d_, g.lhs, s_.size, "guard");
-    uint64_t b = rec::evaluate(d_, g.rhs, s_.size, "guard");
-    bool outcome = compare(g.cmp, a, b);
-    if (outcome != g.outcome)
-      throw GuardError("recorded size guard " + std::to_string(plan_.guard_order[k]) + " (" +
-                       g.what + ": " + rec::expr_to_string(d_, g.lhs) + " " + to_string(g.cmp) +
-                       " " + rec::expr_to_string(d_, g.rhs) + " was " +
-                       (g.outcome ? "true" : "false") + " with " + std::to_string(g.lhs_value) +
-                       " and " + std::to_string(g.rhs_value) + ") is " +
-                       (outcome ? "true" : "false") + " with " + std::to_string(a) + " and " +
-                       std::to_string(b) + " for these inputs: record this path anew");
-    if (options_.provenance) {
-      SizeGuard sg{g.cmp, prov_of(g.lhs, s_.prov), prov_of(g.rhs, s_.prov2), a, b, g.what.c_str()};
-      backend_.guard(sg, outcome);
-    }
-  }
-}
-
-void Run::op_launch(size_t i, const PlannedOp& p) {
-  uint64_t n = eval(p.size, "launch size");
-  KernelArg* args = s_.args.data();
-  const uint64_t* tmpl = plan_.arg_template.data() + p.template_begin;
-  for (uint32_t a = 0; a < p.n_args; ++a)
-    args[a] = KernelArg{tmpl[a], {}};
-  for (uint32_t k = p.buffer_begin; k < p.buffer_end; ++k) {
-    const BufferPatch& bp = plan_.buffer_patches[k];
-    if (bp.lane_bytes)
-      check_range(bp.slot, bp.offset, bytes_of(n, bp.lane_bytes, i), i);
-    else if (bp.offset != 0 && bp.offset >= s_.capacity[bp.slot])
-      check_range(bp.slot, bp.offset, 1, i);
-    if (bp.fixed_bytes && n != 0)
-      check_range(bp.slot, bp.offset, bp.fixed_bytes, i);
-    args[bp.arg].bits = reinterpret_cast<uint64_t>(static_cast<char*>(s_.ptr[bp.slot]) + bp.offset);
-  }
-  for (uint32_t k = p.scalar_begin; k < p.scalar_end; ++k) {
-    const ScalarPatch& sp = plan_.scalar_patches[k];
-    args[sp.arg].bits = eval(sp.size, "launch argument");
-  }
-  for (uint32_t k = p.bound_begin; k < p.bound_end; ++k) {
-    const BoundCheck& bc = plan_.bound_checks[k];
-    const BufferPatch& bp = plan_.buffer_patches[bc.patch];
-    check_range(bp.slot, bp.offset, bytes_of(args[bc.bound_arg].bits, bc.elem_bytes, i), i);
-  }
-  if (options_.provenance) {
-    // Slow path (nested recording): each sized scalar carries its expression.
-    thread_local std::vector<std::vector<SizeNode>> arg_provs;
-    arg_provs.resize(p.n_args);
-    const rec::Op& op = d_.ops[i];
-    for (uint32_t a = 0; a < p.n_args; ++a) {
-      const rec::LaunchArg& la = d_.args[op.arg_begin + a];
-      if (!la.is_buffer && la.size_expr != rec::kNone)
-        args[a].prov = prov_of(la.size_expr, arg_provs[a]);
-    }
-    backend_.launch(plan_.kernels[p.kernel], n, prov_of(op.size_expr, s_.prov),
-                    std::span<const KernelArg>(args, p.n_args));
-    return;
-  }
-  if (batch_) {
-    Command& c = batched(CommandKind::Launch);
-    c.kernel = &plan_.kernels[p.kernel];
-    c.size = n;
-    c.args_begin = static_cast<uint32_t>(s_.list.args.size());
-    c.n_args = p.n_args;
-    s_.list.args.insert(s_.list.args.end(), args, args + p.n_args);
-    return;
-  }
-  backend_.launch(plan_.kernels[p.kernel], n, {}, std::span<const KernelArg>(args, p.n_args));
-}
-
-std::vector<ReplayOutput> Run::execute(std::span<const ReplayInput> inputs) {
+template <class Exec>
+void Replay<Exec>::bind_inputs(std::span<const ReplayInput> inputs) {
   if (inputs.size() != d_.inputs.size())
     throw FreezeError("replay: " + std::to_string(inputs.size()) +
                       " inputs given, the recording "
@@ -252,10 +291,13 @@ std::vector<ReplayOutput> Run::execute(std::span<const ReplayInput> inputs) {
       if (inputs[j].ptr == inputs[k].ptr && d_.inputs[j] != d_.inputs[k] && inputs[k].size != 0)
         throw FreezeError("replay: inputs " + std::to_string(j) + " and " + std::to_string(k) +
                           " are one array now but were distinct when recorded");
-  check_guards(0, plan_.n_early_guards);
+}
 
-  // Copy-on-write for inputs the recording writes: the caller's arrays change only if the
-  // whole replay succeeds (the front end writes the outputs back).
+// Copy-on-write for inputs the recording writes: the caller's arrays change only if the whole
+// replay succeeds (the front end writes the outputs back). Before the first op, straight on
+// the backend (not an op: no executor sees it).
+template <class Exec>
+void Replay<Exec>::copy_written_inputs(std::span<const ReplayInput> inputs) {
   for (size_t k = 0; k < inputs.size(); ++k) {
     if (!plan_.written_inputs[k])
       continue;
@@ -268,125 +310,10 @@ std::vector<ReplayOutput> Run::execute(std::span<const ReplayInput> inputs) {
       backend_.copy(copy, inputs[k].ptr, s_.capacity[slot], CopyKind::DeviceToDevice);
     s_.ptr[slot] = copy;
   }
+}
 
-  for (size_t i = 0; i < plan_.ops.size(); ++i) {
-    const PlannedOp& p = plan_.ops[i];
-    const rec::Op& op = d_.ops[i];
-    if (options_.observer)
-      options_.observer->before_op(i);
-    switch (p.code) {
-      case OpCode::Alloc: {
-        uint64_t n = eval(p.size, "alloc");
-        uint64_t capacity = bytes_of(n, size_of(op.type), i);
-        void* ptr;
-        if (op.src != rec::kNone && s_.live[op.src] && s_.capacity[op.src] == capacity &&
-            !options_.provenance && !batch_) {
-          // The optimiser handed this slot the buffer of one that ends here (reuse-buffers).
-          // Nested in a recording (or batched) the backend sees a release and an allocation.
-          ptr = s_.ptr[op.src];
-          s_.live[op.src] = 0;
-        } else {
-          if (op.src != rec::kNone)
-            release_slot(op.src);
-          ptr = backend_.alloc(op.type, n, prov_of(op.size_expr, s_.prov));
-        }
-        s_.ptr[op.dst] = ptr;
-        s_.size[op.dst] = n;
-        s_.capacity[op.dst] = capacity;
-        s_.live[op.dst] = 1;
-        break;
-      }
-      case OpCode::Release:
-        release_slot(op.dst);
-        break;
-      case OpCode::Copy: {
-        uint64_t bytes = eval(p.size, "copy");
-        check_range(op.dst, op.dst_offset, bytes, i);
-        char* dst = static_cast<char*>(s_.ptr[op.dst]) + op.dst_offset;
-        auto kind = static_cast<CopyKind>(op.sub);
-        if (kind == CopyKind::HostToDevice) {
-          const auto& c = d_.constants[op.constant];
-          if (bytes > c.size())
-            throw FreezeError("replay op " + std::to_string(i) + ": constant too small");
-          flush();  // host memory: not part of a batch
-          backend_.copy(dst, c.data(), bytes, kind);
-        } else {
-          check_range(op.src, op.src_offset, bytes, i);
-          const char* src = static_cast<char*>(s_.ptr[op.src]) + op.src_offset;
-          if (batch_ && kind == CopyKind::DeviceToDevice) {
-            Command& c = batched(CommandKind::Copy);
-            c.dst = dst;
-            c.src = src;
-            c.size = bytes;
-          } else {
-            flush();
-            backend_.copy(dst, src, bytes, kind);
-          }
-        }
-        break;
-      }
-      case OpCode::Fill: {
-        uint64_t n = eval(p.size, "fill");
-        check_range(op.dst, op.dst_offset, bytes_of(n, op.elem_size, i), i);
-        char* dst = static_cast<char*>(s_.ptr[op.dst]) + op.dst_offset;
-        if (batch_) {
-          Command& c = batched(CommandKind::Fill);
-          c.dst = dst;
-          c.size = n;
-          c.elem_size = op.elem_size;
-          c.value = op.value;
-        } else {
-          backend_.fill(dst, n, op.elem_size, op.value);
-        }
-        break;
-      }
-      case OpCode::Launch:
-        op_launch(i, p);
-        break;
-      case OpCode::Reduce:
-      case OpCode::PrefixSum:
-      case OpCode::Compress: {
-        uint64_t n = eval(p.size, to_string(p.code));
-        size_t in_elem = p.code == OpCode::Compress ? 1 : size_of(op.type);
-        size_t out_elems = p.code == OpCode::Reduce ? 1 : n;
-        size_t out_elem = p.code == OpCode::Compress ? 4 : size_of(op.type);
-        check_range(op.src, op.src_offset, bytes_of(n, in_elem, i), i);
-        check_range(op.dst, op.dst_offset, bytes_of(out_elems, out_elem, i), i);
-        const char* in = static_cast<const char*>(s_.ptr[op.src]) + op.src_offset;
-        char* out = static_cast<char*>(s_.ptr[op.dst]) + op.dst_offset;
-        if (batch_) {
-          Command& c = batched(p.code == OpCode::Reduce      ? CommandKind::Reduce
-                               : p.code == OpCode::PrefixSum ? CommandKind::PrefixSum
-                                                             : CommandKind::Compress);
-          c.reduce_op = static_cast<ReduceOp>(op.sub);
-          c.type = op.type;
-          c.exclusive = op.flag != 0;
-          c.src = in;
-          c.size = n;
-          c.dst = out;
-          if (p.code == OpCode::Compress)
-            s_.size[op.dst] = flush();  // the count ends the batch
-        } else if (p.code == OpCode::Reduce)
-          backend_.reduce(static_cast<ReduceOp>(op.sub), op.type, in, n, out);
-        else if (p.code == OpCode::PrefixSum)
-          backend_.prefix_sum(op.type, op.flag != 0, in, n, out);
-        else
-          s_.size[op.dst] = backend_.compress(in, n, out);  // data-dependent, read at replay
-        break;
-      }
-      case OpCode::Sync:
-        flush();
-        backend_.sync();
-        break;
-    }
-    if (options_.observer)
-      options_.observer->after_op(i, s_.size);
-    if (p.guard_begin != p.guard_end)
-      check_guards(p.guard_begin, p.guard_end);
-  }
-
-  flush();
-
+template <class Exec>
+std::vector<ReplayOutput> Replay<Exec>::hand_over_outputs() {
   std::vector<ReplayOutput> outs(d_.outputs.size());
   for (size_t k = 0; k < outs.size(); ++k) {
     uint32_t slot = d_.outputs[k].slot;
@@ -413,37 +340,100 @@ std::vector<ReplayOutput> Run::execute(std::span<const ReplayInput> inputs) {
       s_.live[slot] = 0;  // ownership passes to the caller
     }
   }
-  cleanup();
   return outs;
 }
 
-void Run::cleanup() noexcept {
-  // A batch abandoned by an error never runs: its buffers go back at once.
-  for (const Command& c : s_.list.commands)
-    if (c.kind == CommandKind::Release)
-      backend_.release(c.dst);
-  s_.list.clear();
-  for (size_t s = 0; s < s_.live.size(); ++s)
-    if (s_.live[s]) {
-      backend_.release(s_.ptr[s]);
-      s_.live[s] = 0;
+template <class Exec>
+void Replay<Exec>::check_guards(uint32_t begin, uint32_t end) {
+  for (uint32_t k = begin; k < end; ++k) {
+    const rec::Guard& g = d_.guards[plan_.guard_order[k]];
+    uint64_t a = rec::evaluate(d_, g.lhs, s_.size, "guard");
+    uint64_t b = rec::evaluate(d_, g.rhs, s_.size, "guard");
+    bool outcome = compare(g.cmp, a, b);
+    if (outcome != g.outcome)
+      throw GuardError("recorded size guard " + std::to_string(plan_.guard_order[k]) + " (" +
+                       g.what + ": " + rec::expr_to_string(d_, g.lhs) + " " + to_string(g.cmp) +
+                       " " + rec::expr_to_string(d_, g.rhs) + " was " +
+                       (g.outcome ? "true" : "false") + " with " + std::to_string(g.lhs_value) +
+                       " and " + std::to_string(g.rhs_value) + ") is " +
+                       (outcome ? "true" : "false") + " with " + std::to_string(a) + " and " +
+                       std::to_string(b) + " for these inputs: record this path anew");
+    if constexpr (Exec::kProvenance) {
+      SizeGuard sg{g.cmp, prov_of(g.lhs, s_.prov), prov_of(g.rhs, s_.prov2), a, b, g.what.c_str()};
+      exec_.guard(sg, outcome);
     }
-  for (void* c : input_copies_)
-    backend_.release(c);
-  input_copies_.clear();
+  }
+}
+
+template <class Exec>
+void Replay<Exec>::launch(size_t i, const PlannedOp& p, const rec::Op& op) {
+  uint64_t n = eval(p.size, "launch size");
+  KernelArg* args = s_.args.data();
+  const uint64_t* tmpl = plan_.arg_template.data() + p.template_begin;
+  for (uint32_t a = 0; a < p.n_args; ++a)
+    args[a] = KernelArg{tmpl[a], {}};
+  for (uint32_t k = p.buffer_begin; k < p.buffer_end; ++k) {
+    const BufferPatch& bp = plan_.buffer_patches[k];
+    if (bp.lane_bytes)
+      check_range(bp.slot, bp.offset, bytes_of(n, bp.lane_bytes, i), i);
+    else if (bp.offset != 0 && bp.offset >= s_.capacity[bp.slot])
+      check_range(bp.slot, bp.offset, 1, i);
+    if (bp.fixed_bytes && n != 0)
+      check_range(bp.slot, bp.offset, bp.fixed_bytes, i);
+    args[bp.arg].bits = reinterpret_cast<uint64_t>(static_cast<char*>(s_.ptr[bp.slot]) + bp.offset);
+  }
+  for (uint32_t k = p.scalar_begin; k < p.scalar_end; ++k) {
+    const ScalarPatch& sp = plan_.scalar_patches[k];
+    args[sp.arg].bits = eval(sp.size, "launch argument");
+  }
+  for (uint32_t k = p.bound_begin; k < p.bound_end; ++k) {
+    const BoundCheck& bc = plan_.bound_checks[k];
+    const BufferPatch& bp = plan_.buffer_patches[bc.patch];
+    check_range(bp.slot, bp.offset, bytes_of(args[bc.bound_arg].bits, bc.elem_bytes, i), i);
+  }
+  if constexpr (Exec::kProvenance) {
+    // Each sized scalar carries its expression (the outer recording learns exact sizes).
+    s_.arg_provs.resize(p.n_args);
+    for (uint32_t a = 0; a < p.n_args; ++a) {
+      const rec::LaunchArg& la = d_.args[op.arg_begin + a];
+      if (!la.is_buffer && la.size_expr != rec::kNone)
+        args[a].prov = prov_of(la.size_expr, s_.arg_provs[a]);
+    }
+  }
+  exec_.launch(plan_.kernels[p.kernel], n, prov_of(op.size_expr, s_.prov),
+               std::span<const KernelArg>(args, p.n_args));
+}
+
+template <class Exec>
+std::vector<ReplayOutput> replay_with(const ReplayPlan& plan, Backend& backend, Exec exec,
+                                      std::span<const ReplayInput> inputs) {
+  Replay<Exec> r(plan, backend, exec, t_scratch);
+  try {
+    return r.run(inputs);
+  } catch (...) {
+    r.cleanup();
+    throw;
+  }
 }
 
 }  // namespace
 
 std::vector<ReplayOutput> run(const ReplayPlan& plan, Backend& backend,
                               std::span<const ReplayInput> inputs, const ReplayOptions& options) {
-  Run r(plan, backend, options);
-  try {
-    return r.execute(inputs);
-  } catch (...) {
-    r.cleanup();
-    throw;
+  // Op by op when an observer times or traces each op, or when an outer recording must see
+  // single ops with their provenance; batched when the backend prefers command lists.
+  if (options.provenance)
+    return options.observer
+               ? replay_with(plan, backend, Observed<Nested>(Nested(backend), *options.observer),
+                             inputs)
+               : replay_with(plan, backend, Nested(backend), inputs);
+  if (options.observer)
+    return replay_with(plan, backend, Observed<Direct>(Direct(backend), *options.observer), inputs);
+  if (backend.prefers_command_lists()) {
+    auto plan_id = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(&plan));
+    return replay_with(plan, backend, Batching(backend, t_scratch.list, plan_id), inputs);
   }
+  return replay_with(plan, backend, Direct(backend), inputs);
 }
 
 }  // namespace ff::replay
