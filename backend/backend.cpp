@@ -13,6 +13,14 @@ namespace {
 std::atomic<uint64_t> g_next_instance_id{1};
 }  // namespace
 
+std::shared_ptr<const KernelIR> kernel_to_compile(const KernelIR& ir, const char* backend) {
+  std::shared_ptr<const KernelIR> checked = KernelIR::validated(ir);  // its hash from contents
+  if (checked->hash != ir.hash)
+    throw BackendError(std::string(backend) + ": kernel IR hash " + ir.hash.to_hex() +
+                       " does not match its contents (call KernelIR::finalize() after editing)");
+  return checked;
+}
+
 Backend::Backend() : instance_id_(g_next_instance_id.fetch_add(1, std::memory_order_relaxed)) {}
 
 std::string Backend::describe_buffer(const void* ptr) const {

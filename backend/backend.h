@@ -94,6 +94,12 @@ struct KernelArg {
   static KernelArg buffer(const void* p) { return {reinterpret_cast<uint64_t>(p), {}}; }
 };
 
+/// What a backend compiles for `ir` (a cache miss) and keeps in its CompiledKernel: an
+/// immutable copy known valid. IR that is not ir.is_validated() is validated first
+/// (ff::FormatError) and its hash checked against its contents (ff::BackendError, naming
+/// `backend`): the one check of IR from outside, for every backend.
+std::shared_ptr<const KernelIR> kernel_to_compile(const KernelIR& ir, const char* backend);
+
 class Backend {
  public:
   Backend();
@@ -121,7 +127,9 @@ class Backend {
 
   /// Compiles (or finds in the cache, keyed by ir.hash) a kernel. Throws ff::FormatError for
   /// IR that fails KernelIR::validate() (malformed input), ff::BackendError when the backend
-  /// cannot compile valid IR (or `ir` has no hash).
+  /// cannot compile valid IR (or `ir` has no hash, or one that does not match its contents).
+  /// IR that is ir.is_validated() (loaded or vouched for, backend/ir/kernel_ir.h) is not
+  /// checked again; any other is, before it is compiled (kernel_to_compile()).
   virtual KernelHandle compile(const KernelIR& ir) = 0;
   /// Drops the kernel cache and bumps the generation; handles held elsewhere stay valid.
   virtual void flush_kernels() = 0;

@@ -166,8 +166,7 @@ void FreezeCore::load(const std::string& path) {
       out.size_has_prov = li.size_has_prov;
     }
     auto held = std::make_shared<Held>();
-    auto state = std::make_shared<RecordingState>();
-    state->data = parsed.recordings[rec.recording];
+    auto state = std::make_shared<RecordingState>(parsed.recordings[rec.recording]);
     held->recording = Recording(std::move(state));
     held->out_shape = std::move(rec.out_shape);
     held->written.assign(rec.written.begin(), rec.written.end());

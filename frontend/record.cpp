@@ -114,15 +114,13 @@ Recording detail::record_scope(const std::vector<AnyArray>& inputs,
     rb.abort_scope(scope);
     throw;
   }
-  auto data = std::make_shared<rec::RecordingData>(rb.close_scope(scope, out_ptrs));
+  rec::ValidatedRecording data = rb.close_scope(scope, out_ptrs);
   logging::record().debug("recorded {}", data->summary());
   if (options.optimize && rec::optimizer_enabled_by_environment()) {
-    rec::optimize(*data);
+    data = rec::optimize(data);
     logging::record().debug("optimised: {}", data->summary());
   }
-  auto state = std::make_shared<RecordingState>();
-  state->data = std::move(data);
-  return Recording(std::move(state));
+  return Recording(std::make_shared<RecordingState>(std::move(data)));
 }
 
 std::vector<AnyArray> Recording::replay(const std::vector<AnyArray>& inputs) const {

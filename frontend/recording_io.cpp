@@ -28,8 +28,7 @@ Recording Recording::load(const std::string& path, size_t index) {
   if (index >= file.recordings.size())
     throw Error(path + ": holds " + std::to_string(file.recordings.size()) +
                 " recording(s); there is no recording " + std::to_string(index));
-  auto state = std::make_shared<detail::RecordingState>();
-  state->data = file.recordings[index];
+  auto state = std::make_shared<detail::RecordingState>(std::move(file.recordings[index]));
   logging::format().debug("loaded {} from '{}'", state->data->summary(), path);
   return Recording(std::move(state));
 }

@@ -4,6 +4,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "freezeframe/recording.h"
@@ -13,6 +14,14 @@
 namespace ff::detail {
 
 struct RecordingState {
+  RecordingState() = default;
+
+  /// A recording validated by its maker (the recorder, the file reader): never validated again.
+  explicit RecordingState(rec::ValidatedRecording validated)
+      : data(validated.shared()), validated_(std::move(validated)) {}
+
+  /// The recording. One set here rather than through the constructor (a session capture, a
+  /// recording built by hand) is validated when it is first replayed.
   std::shared_ptr<const rec::RecordingData> data;
 
   /// The plan for `backend`, built on first use and rebuilt for another backend object or
@@ -20,13 +29,18 @@ struct RecordingState {
   std::shared_ptr<const replay::ReplayPlan> plan_for(Backend& backend) const {
     uint64_t generation = backend.kernel_generation();
     std::lock_guard lock(mutex_);
-    if (!plan_ || plan_->backend_id() != backend.instance_id() || plan_->generation() != generation)
-      plan_ = std::make_shared<replay::ReplayPlan>(data, backend);
+    if (!plan_ || plan_->backend_id() != backend.instance_id() ||
+        plan_->generation() != generation) {
+      if (!validated_ || validated_->get() != data.get())
+        validated_ = rec::ValidatedRecording::check(data);
+      plan_ = std::make_shared<replay::ReplayPlan>(*validated_, backend);
+    }
     return plan_;
   }
 
  private:
   mutable std::mutex mutex_;
+  mutable std::optional<rec::ValidatedRecording> validated_;  // `data`, once validated
   mutable std::shared_ptr<const replay::ReplayPlan> plan_;
 };
 

@@ -1,18 +1,19 @@
-// The recording file reader. Loading is validation: the header and section table are checked
-// against the file's size, every item field against its range (enums, booleans, reserved
-// zeros, blob references), every kernel through KernelIR::deserialize and its stored hash,
-// and then each recording through RecordingData::validate, whose ff::FreezeError becomes an
-// ff::FormatError located at the item it names. What loads is as trustworthy as a recording
-// made in this process.
+// The recording file reader: the one trust point for recordings from outside. Loading is
+// validation: the header and section table are checked against the file's size, every item
+// field against its range (enums, booleans, reserved zeros, blob references), every kernel
+// through KernelIR::load (known valid from then on) and its stored hash, and then each
+// recording through ValidatedRecording::try_check, whose ValidationIssue (table, index, what)
+// becomes an ff::FormatError located at that item's section and byte offset. What loads is a
+// ValidatedRecording, as trustworthy as a recording made in this process: nothing downstream
+// (the replay plan, the backends) validates it or its kernels again.
 #include "recorder/format_reader.h"
 
 #include <algorithm>
-#include <array>
 #include <cstring>
 #include <map>
 #include <optional>
 #include <set>
-#include <string_view>
+#include <variant>
 
 #include "common/file_io.h"
 #include "common/hash.h"
@@ -169,7 +170,7 @@ class Reader {
 
   void header();
   void table();
-  std::shared_ptr<rec::RecordingData> recording(uint32_t r);
+  rec::ValidatedRecording recording(uint32_t r);
 
   /// The entry of section `t` of recording `r`, or null when the file has none (an empty
   /// table).
@@ -230,7 +231,7 @@ class Reader {
     return b.subspan(offset, n);
   }
 
-  void locate_and_fail(uint32_t r, const std::string& message) const;
+  [[noreturn]] void fail_validation(uint32_t r, const rec::ValidationIssue& issue) const;
 
   static constexpr uint64_t kMaxString = 65536;
 
@@ -392,49 +393,46 @@ void Reader::table() {
   }
 }
 
-// Maps a validation message ("invalid recording: op 5 (launch) names kernel 3 of 2") to the
-// item it names first, so the error can give the section and byte offset.
-void Reader::locate_and_fail(uint32_t r, const std::string& message) const {
-  static const std::array<std::pair<std::string_view, SectionType>, 9> kinds = {{
-      {"size expression ", SectionType::Exprs},
-      {"launch argument ", SectionType::Args},
-      {"slot ", SectionType::Slots},
-      {"op ", SectionType::Ops},
-      {"input ", SectionType::Inputs},
-      {"output ", SectionType::Outputs},
-      {"access ", SectionType::Accesses},
-      {"guard ", SectionType::Guards},
-      {"kernel ", SectionType::Kernels},
-  }};
-  std::string_view text = message;
-  if (auto p = text.find("invalid recording: "); p != std::string_view::npos)
-    text.remove_prefix(p + 19);
-  size_t best = std::string_view::npos;
-  std::optional<std::pair<SectionType, uint64_t>> hit;
-  for (auto [word, type] : kinds) {
-    for (size_t p = text.find(word); p != std::string_view::npos; p = text.find(word, p + 1)) {
-      bool starts_word = p == 0 || text[p - 1] == ' ' || text[p - 1] == '(';
-      size_t q = p + word.size();
-      if (!starts_word || q >= text.size() || text[q] < '0' || text[q] > '9')
-        continue;
-      if (p < best) {
-        best = p;
-        hit = {type, std::strtoull(text.data() + q, nullptr, 10)};
-      }
-      break;
-    }
+/// The section that holds the items of `table`.
+std::optional<SectionType> section_of(rec::Table table) {
+  switch (table) {
+    case rec::Table::None:
+      return std::nullopt;
+    case rec::Table::Kernels:
+      return SectionType::Kernels;
+    case rec::Table::Slots:
+      return SectionType::Slots;
+    case rec::Table::Exprs:
+      return SectionType::Exprs;
+    case rec::Table::Ops:
+      return SectionType::Ops;
+    case rec::Table::Args:
+      return SectionType::Args;
+    case rec::Table::Accesses:
+      return SectionType::Accesses;
+    case rec::Table::Guards:
+      return SectionType::Guards;
+    case rec::Table::Inputs:
+      return SectionType::Inputs;
+    case rec::Table::Outputs:
+      return SectionType::Outputs;
   }
-  std::string what = "invalid recording: " + std::string(text);
-  if (hit) {
-    const SectionEntry* e = find(r, hit->first);
-    if (e && hit->second < e->n_items)
-      fail(item_where(r, *e, hit->second), what);
-  }
-  fail({"recording " + std::to_string(r), 0, false}, what);
+  return std::nullopt;
 }
 
-std::shared_ptr<rec::RecordingData> Reader::recording(uint32_t r) {
-  auto d = std::make_shared<rec::RecordingData>();
+// A validation problem is located at the item it names (its table and index): the error gives
+// that item's section and byte offset, or the recording when the file holds no such item.
+void Reader::fail_validation(uint32_t r, const rec::ValidationIssue& issue) const {
+  if (std::optional<SectionType> type = section_of(issue.table)) {
+    const SectionEntry* e = find(r, *type);
+    if (e && issue.index < e->n_items)
+      fail(item_where(r, *e, issue.index), issue.message());
+  }
+  fail({"recording " + std::to_string(r), 0, false}, issue.message());
+}
+
+rec::ValidatedRecording Reader::recording(uint32_t r) {
+  auto d = std::make_unique<rec::RecordingData>();
   auto check_zero = [&](const void* p, size_t n, auto where, const char* field) {
     if (!all_zero(p, n))
       fail(where(), std::string(field) + " is not 0");
@@ -481,20 +479,20 @@ std::shared_ptr<rec::RecordingData> Reader::recording(uint32_t r) {
         fail(where(), "kernel " + std::to_string(k) + " has IR version " + std::to_string(v) +
                           "; this reader reads IR version " + std::to_string(kKernelIrVersion));
     }
-    KernelIR ir;
+    std::shared_ptr<const KernelIR> ir;
     try {
-      ir = KernelIR::deserialize(code);
+      ir = KernelIR::load(code);  // validated here, once: known valid from now on
     } catch (const FormatError& e) {
       fail(where(), "kernel " + std::to_string(k) + ": " + e.what());
     }
-    if (ir.hash.lo != it.hash_lo || ir.hash.hi != it.hash_hi)
+    if (ir->hash.lo != it.hash_lo || ir->hash.hi != it.hash_hi)
       fail(where(), "kernel " + std::to_string(k) + " is stored with hash " +
                         Hash128{it.hash_lo, it.hash_hi}.to_hex() + " but its IR hashes to " +
-                        ir.hash.to_hex());
+                        ir->hash.to_hex());
     if (!hashes.emplace(it.hash_lo, it.hash_hi).second)
       fail(where(), "kernel " + std::to_string(k) + " repeats an earlier kernel (hash " +
-                        ir.hash.to_hex() + ")");
-    d->kernels.push_back(std::make_shared<const KernelIR>(std::move(ir)));
+                        ir->hash.to_hex() + ")");
+    d->kernels.push_back(std::move(ir));
   });
 
   if (code_at != blob(r, SectionType::KernelCode).size())
@@ -622,12 +620,10 @@ std::shared_ptr<rec::RecordingData> Reader::recording(uint32_t r) {
   });
 
   reach(ParseStage::Validate);
-  try {
-    d->validate();
-  } catch (const FormatError& e) {  // validate() names the item; add section and byte offset
-    locate_and_fail(r, e.what());
-  }
-  return d;
+  auto checked = rec::ValidatedRecording::try_check(std::move(*d));
+  if (const auto* issue = std::get_if<rec::ValidationIssue>(&checked))
+    fail_validation(r, *issue);
+  return std::get<rec::ValidatedRecording>(std::move(checked));
 }
 
 ParsedFile Reader::run() {

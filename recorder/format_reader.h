@@ -21,7 +21,7 @@ enum class ParseStage : uint8_t {
   SectionTable = 1,  // reading the section table
   Kernels = 2,       // decoding and validating kernel IR
   Tables = 3,        // decoding slots, expressions, ops, arguments, guards, ...
-  Validate = 4,      // RecordingData::validate (the op walk)
+  Validate = 4,      // ValidatedRecording::try_check (the op walk)
   Done = 5,
 };
 const char* to_string(ParseStage s);
@@ -53,8 +53,8 @@ struct ParsedFile {
   std::string library_version;  // of the writer
   uint64_t file_bytes = 0;
   std::vector<SectionInfo> sections;
-  std::vector<RawSection> skipped;  // unknown optional sections, in file order
-  std::vector<std::shared_ptr<const rec::RecordingData>> recordings;
+  std::vector<RawSection> skipped;                  // unknown optional sections, in file order
+  std::vector<rec::ValidatedRecording> recordings;  // validated here: none is validated again
 };
 
 /// Parses and validates a whole file. Throws ff::FormatError; the message starts with

@@ -721,10 +721,10 @@ bool optimizer_enabled_by_environment() {
   return enabled;
 }
 
-void optimize(RecordingData& d, const OptimizeOptions& options) {
-  if (d.is_capture || !d.passes.empty())
-    return;
-  RecordingData out = d;
+ValidatedRecording optimize(const ValidatedRecording& d, const OptimizeOptions& options) {
+  if (d->is_capture || !d->passes.empty())
+    return d;
+  RecordingData out = *d;
   auto guards_before = static_cast<uint32_t>(out.guards.size());
   canonicalize_sizes(out);
   Drafts ops = to_drafts(out);
@@ -751,16 +751,15 @@ void optimize(RecordingData& d, const OptimizeOptions& options) {
   if (options.reuse_buffers)
     run("reuse-buffers", [&](Drafts x) { return reuse_buffers(out, std::move(x), pinned); });
   assemble(out, ops);
-  try {
-    out.validate();
-  } catch (const FormatError& e) {
+  auto checked = ValidatedRecording::try_check(std::move(out));
+  if (const auto* issue = std::get_if<ValidationIssue>(&checked)) {
     logging::record().error(
         "the recording optimiser produced an invalid recording ({}); "
         "replaying the recording unoptimised",
-        e.what());
-    return;
+        issue->message());
+    return d;
   }
-  d = std::move(out);
+  return std::get<ValidatedRecording>(std::move(checked));
 }
 
 }  // namespace ff::rec

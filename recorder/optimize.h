@@ -23,9 +23,10 @@ struct OptimizeOptions {
 /// process (read once); any other value or none leaves it on.
 bool optimizer_enabled_by_environment();
 
-/// Runs the passes on `d` in place and appends their counts to d.passes. A capture (inspect
-/// only) and a recording already optimised are left as they are. The result is validated; if
-/// a pass produced something invalid (a bug), `d` is left unoptimised and the problem logged.
-void optimize(RecordingData& d, const OptimizeOptions& options = {});
+/// `d` with the passes run and their counts appended to its passes. A capture (inspect only)
+/// and a recording already optimised are returned as they are. The result is validated (the
+/// one check of the kernels the passes made); if a pass produced something invalid (a bug),
+/// `d` is returned unoptimised and the problem logged.
+ValidatedRecording optimize(const ValidatedRecording& d, const OptimizeOptions& options = {});
 
 }  // namespace ff::rec

@@ -2,6 +2,7 @@
 // against any index, type or expression that could make it touch memory it should not.
 #include "recorder/recording.h"
 
+#include <atomic>
 #include <string>
 
 #include "freezeframe/errors.h"
@@ -72,42 +73,72 @@ void op_uses(const RecordingData& d, const Op& op, std::vector<SlotUse>& out) {
 // fields, and finally the walk over the ops that checks slot lifetimes (nothing used outside
 // its lifetime, nothing read before it is written, access lists agree with the ops, outputs
 // written). Later families rely on the earlier ones (an op's kernel is checked before its
-// arguments are matched to the kernel's parameters). Every rule throws ff::FormatError.
+// arguments are matched to the kernel's parameters). Every rule fails with a ValidationIssue
+// located at the item it names first (its table and index), which validate() throws as
+// ff::FormatError and the file reader maps to a section and byte offset.
 namespace {
+
+std::atomic<uint64_t> g_recording_validations{0};
+
+/// An item of the recording as the messages name it ("op 5 (launch)"), and where it lives.
+struct Item {
+  Table table;
+  size_t index;
+  std::string name;
+};
+
+Item op_item(size_t i, const Op& op) {
+  return {Table::Ops, i, "op " + std::to_string(i) + " (" + to_string(op.code) + ")"};
+}
+
+Item item(Table table, const char* kind, size_t i) {
+  return {table, i, std::string(kind) + " " + std::to_string(i)};
+}
 
 class RecordingValidator {
  public:
-  explicit RecordingValidator(const RecordingData& d) : d_(d) {}
+  /// `vouched`, when not null, receives the recording's kernels as ones known valid
+  /// (KernelIR::is_validated(): the same kernel, or a validated copy).
+  RecordingValidator(const RecordingData& d, std::vector<std::shared_ptr<const KernelIR>>* vouched)
+      : d_(d), vouched_(vouched) {}
 
-  void run() {
-    check_exprs();
-    check_kernels();
-    check_slots();
-    check_tables();
-    check_guards();
-    for (size_t i = 0; i < d_.ops.size(); ++i)
-      check_op(i);
-    check_lifetimes();
+  /// The first problem, or nothing.
+  std::optional<ValidationIssue> run() {
+    g_recording_validations.fetch_add(1, std::memory_order_relaxed);
+    try {
+      check_exprs();
+      check_kernels();
+      check_slots();
+      check_tables();
+      check_guards();
+      for (size_t i = 0; i < d_.ops.size(); ++i)
+        check_op(i);
+      check_lifetimes();
+    } catch (Failure& f) {
+      return std::move(f.issue);
+    }
+    return std::nullopt;
   }
 
  private:
-  [[noreturn]] static void fail(const std::string& what) {
-    throw FormatError("invalid recording: " + what);
+  struct Failure {
+    ValidationIssue issue;
+  };
+
+  /// Fails at item `at`: the message is its name followed by `rest`.
+  [[noreturn]] static void fail(const Item& at, const std::string& rest) {
+    throw Failure{{at.table, static_cast<uint32_t>(at.index), at.name + rest}};
   }
 
-  void check_slot(uint32_t s, const std::string& where) const {
+  void check_slot(uint32_t s, const Item& at) const {
     if (s >= d_.slots.size())
-      fail(where + " names slot " + std::to_string(s) + " of " + std::to_string(d_.slots.size()));
+      fail(at, " names slot " + std::to_string(s) + " of " + std::to_string(d_.slots.size()));
   }
 
-  void check_expr(uint32_t e, const std::string& where) const {
+  void check_expr(uint32_t e, const Item& at) const {
     if (e >= d_.exprs.size())
-      fail(where + " names size expression " + std::to_string(e) + " of " +
-           std::to_string(d_.exprs.size()));
-  }
-
-  static std::string op_name(size_t i, const Op& op) {
-    return "op " + std::to_string(i) + " (" + to_string(op.code) + ")";
+      fail(at, " names size expression " + std::to_string(e) + " of " +
+                   std::to_string(d_.exprs.size()));
   }
 
   // --- size expressions: operators, slot leaves, operands before their node, bounded size --
@@ -118,7 +149,7 @@ class RecordingValidator {
     std::vector<uint64_t> tree(d_.exprs.size(), 1);
     for (size_t i = 0; i < d_.exprs.size(); ++i) {
       const ExprNode& n = d_.exprs[i];
-      std::string where = "size expression " + std::to_string(i);
+      Item where = item(Table::Exprs, "size expression", i);
       switch (n.op) {
         case SizeOp::Const:
           break;
@@ -133,27 +164,38 @@ class RecordingValidator {
         case SizeOp::Max:
           // Operands precede their node: expressions are acyclic and evaluation terminates.
           if (n.lhs >= i || n.rhs >= i)
-            fail(where + " has an operand that does not precede it");
+            fail(where, " has an operand that does not precede it");
           tree[i] = 1 + tree[n.lhs] + tree[n.rhs];
           if (tree[i] > kMaxExprTree)
-            fail(where + " unfolds to more than " + std::to_string(kMaxExprTree) + " nodes");
+            fail(where, " unfolds to more than " + std::to_string(kMaxExprTree) + " nodes");
           break;
         default:
-          fail(where + " has an invalid operator");
+          fail(where, " has an invalid operator");
       }
     }
   }
 
-  // --- kernels: present and valid IR (what the replay plan hands the backend) --------------
+  // --- kernels: present, valid IR, the hash of its contents (what the replay plan hands the
+  // backend). A kernel known valid (loaded, or compiled by a backend) is not checked again.
   void check_kernels() const {
     for (size_t k = 0; k < d_.kernels.size(); ++k) {
-      if (!d_.kernels[k])
-        fail("kernel " + std::to_string(k) + " is missing");
-      try {
-        d_.kernels[k]->validate();
-      } catch (const FormatError& e) {
-        fail("kernel " + std::to_string(k) + ": " + e.what());
+      const std::shared_ptr<const KernelIR>& kernel = d_.kernels[k];
+      Item where = item(Table::Kernels, "kernel", k);
+      if (!kernel)
+        fail(where, " is missing");
+      std::shared_ptr<const KernelIR> known = kernel;
+      if (!kernel->is_validated()) {
+        try {
+          known = KernelIR::validated(*kernel);  // a copy, its hash computed from its contents
+        } catch (const FormatError& e) {
+          fail(where, std::string(": ") + e.what());
+        }
+        if (known->hash != kernel->hash)
+          fail(where, " is stored with hash " + kernel->hash.to_hex() + " but its IR hashes to " +
+                          known->hash.to_hex());
       }
+      if (vouched_)
+        vouched_->push_back(std::move(known));
     }
   }
 
@@ -161,31 +203,31 @@ class RecordingValidator {
   void check_slots() const {
     for (size_t s = 0; s < d_.slots.size(); ++s) {
       const Slot& sl = d_.slots[s];
-      std::string where = "slot " + std::to_string(s);
+      Item where = item(Table::Slots, "slot", s);
       if (!is_valid(sl.type))
-        fail(where + " has an invalid element type");
+        fail(where, " has an invalid element type");
       if (sl.size_expr != kNone)
         check_expr(sl.size_expr, where);
       switch (sl.origin) {
         case SlotOrigin::Input:
           if (sl.origin_index >= d_.inputs.size())
-            fail(where + " is bound to input " + std::to_string(sl.origin_index) + " of " +
-                 std::to_string(d_.inputs.size()));
+            fail(where, " is bound to input " + std::to_string(sl.origin_index) + " of " +
+                            std::to_string(d_.inputs.size()));
           if (d_.inputs[sl.origin_index] != s)
-            fail(where + " names input " + std::to_string(sl.origin_index) +
-                 ", which is bound to another slot");
+            fail(where, " names input " + std::to_string(sl.origin_index) +
+                            ", which is bound to another slot");
           break;
         case SlotOrigin::Alloc:
           if (sl.origin_index >= d_.ops.size() || d_.ops[sl.origin_index].code != OpCode::Alloc ||
               d_.ops[sl.origin_index].dst != s)
-            fail(where + " claims an allocating op that does not allocate it");
+            fail(where, " claims an allocating op that does not allocate it");
           break;
         case SlotOrigin::External:
           if (!d_.is_capture)
-            fail(where + " is external, which only session captures may hold");
+            fail(where, " is external, which only session captures may hold");
           break;
         default:
-          fail(where + " has an invalid origin");
+          fail(where, " has an invalid origin");
       }
     }
   }
@@ -193,64 +235,65 @@ class RecordingValidator {
   // --- the flat tables: inputs, outputs, launch arguments, accesses ------------------------
   void check_tables() const {
     for (size_t k = 0; k < d_.inputs.size(); ++k) {
-      check_slot(d_.inputs[k], "input " + std::to_string(k));
+      Item where = item(Table::Inputs, "input", k);
+      check_slot(d_.inputs[k], where);
       if (d_.slots[d_.inputs[k]].origin != SlotOrigin::Input)
-        fail("input " + std::to_string(k) + " is bound to a slot that is not an input");
+        fail(where, " is bound to a slot that is not an input");
     }
     for (size_t k = 0; k < d_.outputs.size(); ++k)
-      check_slot(d_.outputs[k].slot, "output " + std::to_string(k));
+      check_slot(d_.outputs[k].slot, item(Table::Outputs, "output", k));
     for (size_t i = 0; i < d_.args.size(); ++i) {
       if (d_.args[i].is_buffer)
-        check_slot(d_.args[i].slot, "launch argument " + std::to_string(i));
+        check_slot(d_.args[i].slot, item(Table::Args, "launch argument", i));
       if (d_.args[i].size_expr != kNone)
-        check_expr(d_.args[i].size_expr, "launch argument " + std::to_string(i));
+        check_expr(d_.args[i].size_expr, item(Table::Args, "launch argument", i));
     }
     for (size_t i = 0; i < d_.accesses.size(); ++i)
-      check_slot(d_.accesses[i].slot, "access " + std::to_string(i));
+      check_slot(d_.accesses[i].slot, item(Table::Accesses, "access", i));
   }
 
   // --- guards: comparison, expressions, position -------------------------------------------
   void check_guards() const {
     for (size_t g = 0; g < d_.guards.size(); ++g) {
       const Guard& gd = d_.guards[g];
-      std::string where = "guard " + std::to_string(g);
+      Item where = item(Table::Guards, "guard", g);
       if (static_cast<uint8_t>(gd.cmp) > static_cast<uint8_t>(SizeCmp::Ge))
-        fail(where + " has an invalid comparison");
+        fail(where, " has an invalid comparison");
       check_expr(gd.lhs, where);
       check_expr(gd.rhs, where);
       if (gd.after_op != kNone && gd.after_op >= d_.ops.size())
-        fail(where + " is placed after op " + std::to_string(gd.after_op) + " of " +
-             std::to_string(d_.ops.size()));
+        fail(where, " is placed after op " + std::to_string(gd.after_op) + " of " +
+                        std::to_string(d_.ops.size()));
     }
   }
 
   // --- one op's own fields -----------------------------------------------------------------
   void check_op(size_t i) const {
     const Op& op = d_.ops[i];
-    std::string where = op_name(i, op);
+    Item where = op_item(i, op);
     if (static_cast<unsigned>(op.code) >= kNumOpCodes)
-      fail(where + " has an invalid op code");
+      fail(where, " has an invalid op code");
     if (op.access_begin > op.access_end || op.access_end > d_.accesses.size())
-      fail(where + " has an invalid access range");
+      fail(where, " has an invalid access range");
     if (op.size_expr != kNone)  // ops without a size may still carry one: it must be valid
       check_expr(op.size_expr, where);
     bool sized = op.code != OpCode::Release && op.code != OpCode::Sync;
     if (sized && op.size_expr == kNone)
-      fail(where + " has no size expression");
+      fail(where, " has no size expression");
     switch (op.code) {
       case OpCode::Alloc:
         check_slot(op.dst, where);
         if (d_.slots[op.dst].origin != SlotOrigin::Alloc || d_.slots[op.dst].origin_index != i)
-          fail(where + " allocates slot " + std::to_string(op.dst) + " which names another origin");
+          fail(where, " allocates slot " + std::to_string(op.dst) + " which names another origin");
         if (op.type !=
             d_.slots[op.dst].type)  // the replay allocates op.type, outputs read slot types
-          fail(where + " allocates " + to_string(op.type) + " elements for a slot of " +
-               to_string(d_.slots[op.dst].type));
+          fail(where, " allocates " + std::string(to_string(op.type)) + " elements for a slot of " +
+                          to_string(d_.slots[op.dst].type));
         if (op.src != kNone) {  // takes over another allocation's buffer
           check_slot(op.src, where);
           if (op.src == op.dst || d_.slots[op.src].origin != SlotOrigin::Alloc)
-            fail(where + " takes over the buffer of slot " + std::to_string(op.src) +
-                 ", which is not another allocation");
+            fail(where, " takes over the buffer of slot " + std::to_string(op.src) +
+                            ", which is not another allocation");
         }
         break;
       case OpCode::Release:
@@ -258,31 +301,31 @@ class RecordingValidator {
         break;
       case OpCode::Copy:
         if (op.sub > static_cast<uint8_t>(CopyKind::DeviceToDevice))
-          fail(where + " has an invalid copy kind");
+          fail(where, " has an invalid copy kind");
         if (static_cast<CopyKind>(op.sub) == CopyKind::HostToDevice &&
             op.constant >= d_.constants.size())
-          fail(where + " names a missing constant");
+          fail(where, " names a missing constant");
         if (static_cast<CopyKind>(op.sub) == CopyKind::DeviceToHost && !d_.is_capture)
-          fail(where + " reads to the host, which only session captures may hold");
+          fail(where, " reads to the host, which only session captures may hold");
         break;
       case OpCode::Fill:
         if (op.elem_size != 1 && op.elem_size != 2 && op.elem_size != 4 && op.elem_size != 8)
-          fail(where + " has an invalid element size " + std::to_string(op.elem_size));
+          fail(where, " has an invalid element size " + std::to_string(op.elem_size));
         break;
       case OpCode::Launch:
         check_launch(where, op);
         break;
       case OpCode::Reduce:
         if (op.sub > static_cast<uint8_t>(ReduceOp::Or))
-          fail(where + " has an invalid reduction");
+          fail(where, " has an invalid reduction");
         if (!reduce_defined(static_cast<ReduceOp>(op.sub), op.type))
-          fail(where + " reduces " + std::string(to_string(op.type)) + " elements with reduction " +
-               std::to_string(op.sub) + ", which is not defined for them");
+          fail(where, " reduces " + std::string(to_string(op.type)) + " elements with reduction " +
+                          std::to_string(op.sub) + ", which is not defined for them");
         check_slot_types(where, op, op.type, op.type);
         break;
       case OpCode::PrefixSum:
         if (!is_valid(op.type) || op.type == ScalarType::Bool)
-          fail(where + " sums elements of an invalid or bool type");
+          fail(where, " sums elements of an invalid or bool type");
         check_slot_types(where, op, op.type, op.type);
         break;
       case OpCode::Compress:
@@ -294,31 +337,32 @@ class RecordingValidator {
     }
   }
 
-  void check_launch(const std::string& where, const Op& op) const {
+  void check_launch(const Item& where, const Op& op) const {
     if (op.kernel >= d_.kernels.size())
-      fail(where + " names kernel " + std::to_string(op.kernel) + " of " +
-           std::to_string(d_.kernels.size()));
+      fail(where, " names kernel " + std::to_string(op.kernel) + " of " +
+                      std::to_string(d_.kernels.size()));
     if (op.arg_begin > op.arg_end || op.arg_end > d_.args.size())
-      fail(where + " has an invalid argument range");
+      fail(where, " has an invalid argument range");
     const KernelIR& ir = *d_.kernels[op.kernel];
     if (op.arg_end - op.arg_begin != ir.params.size())
-      fail(where + " passes " + std::to_string(op.arg_end - op.arg_begin) +
-           " arguments to a kernel with " + std::to_string(ir.params.size()) + " parameters");
+      fail(where, " passes " + std::to_string(op.arg_end - op.arg_begin) +
+                      " arguments to a kernel with " + std::to_string(ir.params.size()) +
+                      " parameters");
     for (uint32_t a = op.arg_begin; a < op.arg_end; ++a)
       if (d_.args[a].is_buffer != (ir.params[a - op.arg_begin].kind != ParamKind::Scalar))
-        fail(where + " argument " + std::to_string(a - op.arg_begin) +
-             " does not match its parameter's kind");
+        fail(where, " argument " + std::to_string(a - op.arg_begin) +
+                        " does not match its parameter's kind");
   }
 
   /// Reduce, PrefixSum, Compress: the element types of the source and destination slots.
-  void check_slot_types(const std::string& where, const Op& op, ScalarType src,
-                        ScalarType dst) const {
+  void check_slot_types(const Item& where, const Op& op, ScalarType src, ScalarType dst) const {
     check_slot(op.src, where);
     check_slot(op.dst, where);
     if (d_.slots[op.src].type != src || d_.slots[op.dst].type != dst)
-      fail(where + " reads " + to_string(d_.slots[op.src].type) + " slot " +
-           std::to_string(op.src) + " into " + to_string(d_.slots[op.dst].type) + " slot " +
-           std::to_string(op.dst) + " (needs " + to_string(src) + " into " + to_string(dst) + ")");
+      fail(where, " reads " + std::string(to_string(d_.slots[op.src].type)) + " slot " +
+                      std::to_string(op.src) + " into " + to_string(d_.slots[op.dst].type) +
+                      " slot " + std::to_string(op.dst) + " (needs " + to_string(src) + " into " +
+                      to_string(dst) + ")");
   }
 
   // --- lifetimes: walk the ops in order ----------------------------------------------------
@@ -332,12 +376,12 @@ class RecordingValidator {
     std::vector<SlotUse> uses;
     for (size_t i = 0; i < d_.ops.size(); ++i) {
       const Op& op = d_.ops[i];
-      std::string where = op_name(i, op);
+      Item where = op_item(i, op);
       if (op.code == OpCode::Alloc) {
         if (op.src != kNone) {  // the donor ends here
           if (state[op.src] == kDead || state[op.src] == kReleased)
-            fail(where + " takes over the buffer of slot " + std::to_string(op.src) +
-                 ", which is not live");
+            fail(where, " takes over the buffer of slot " + std::to_string(op.src) +
+                            ", which is not live");
           state[op.src] = kReleased;
         }
         state[op.dst] = kLive;
@@ -345,7 +389,7 @@ class RecordingValidator {
       }
       if (op.code == OpCode::Release) {
         if (state[op.dst] == kDead || state[op.dst] == kReleased)
-          fail(where + " releases slot " + std::to_string(op.dst) + " which is not live");
+          fail(where, " releases slot " + std::to_string(op.dst) + " which is not live");
         state[op.dst] = kReleased;
         continue;
       }
@@ -356,9 +400,9 @@ class RecordingValidator {
         check_slot(u.slot, where);
         uint8_t st = state[u.slot];
         if (st == kDead || st == kReleased)
-          fail(where + " uses slot " + std::to_string(u.slot) + " outside its lifetime");
+          fail(where, " uses slot " + std::to_string(u.slot) + " outside its lifetime");
         if (u.read && st != kWritten && !d_.is_capture)
-          fail(where + " reads slot " + std::to_string(u.slot) + " before anything wrote it");
+          fail(where, " reads slot " + std::to_string(u.slot) + " before anything wrote it");
       }
       for (const SlotUse& u : uses)
         if (u.write)
@@ -369,25 +413,65 @@ class RecordingValidator {
         for (const SlotUse& u : uses)
           listed |= u.slot == acc.slot && (acc.write ? u.write : u.read);
         if (!listed)
-          fail(where + " lists an access to slot " + std::to_string(acc.slot) +
-               " that the op does not make");
+          fail(where, " lists an access to slot " + std::to_string(acc.slot) +
+                          " that the op does not make");
       }
     }
     for (size_t k = 0; k < d_.outputs.size(); ++k) {
       uint8_t st = state[d_.outputs[k].slot];
       if (st != kWritten)
-        fail("output " + std::to_string(k) + " (slot " + std::to_string(d_.outputs[k].slot) +
-             ") is " + (st == kReleased ? "released" : "never written") + " by the recording");
+        fail(item(Table::Outputs, "output", k),
+             " (slot " + std::to_string(d_.outputs[k].slot) + ") is " +
+                 (st == kReleased ? "released" : "never written") + " by the recording");
     }
   }
 
   const RecordingData& d_;
+  std::vector<std::shared_ptr<const KernelIR>>* vouched_;
 };
 
 }  // namespace
 
+std::optional<ValidationIssue> RecordingData::first_issue() const {
+  return RecordingValidator(*this, nullptr).run();
+}
+
 void RecordingData::validate() const {
-  RecordingValidator(*this).run();
+  if (std::optional<ValidationIssue> issue = first_issue())
+    throw FormatError(issue->message());
+}
+
+uint64_t recording_validations() {
+  return g_recording_validations.load(std::memory_order_relaxed);
+}
+
+ValidatedRecording::ValidatedRecording() {
+  static const auto empty = std::make_shared<const RecordingData>();
+  data_ = empty;
+}
+
+std::variant<ValidatedRecording, ValidationIssue> ValidatedRecording::try_check(
+    RecordingData data) {
+  std::vector<std::shared_ptr<const KernelIR>> vouched;
+  vouched.reserve(data.kernels.size());
+  if (std::optional<ValidationIssue> issue = RecordingValidator(data, &vouched).run())
+    return std::move(*issue);
+  data.kernels = std::move(vouched);
+  return ValidatedRecording(std::make_shared<const RecordingData>(std::move(data)));
+}
+
+ValidatedRecording ValidatedRecording::check(RecordingData data) {
+  auto checked = try_check(std::move(data));
+  if (auto* issue = std::get_if<ValidationIssue>(&checked))
+    throw FormatError(issue->message());
+  return std::get<ValidatedRecording>(std::move(checked));
+}
+
+ValidatedRecording ValidatedRecording::check(std::shared_ptr<const RecordingData> data) {
+  if (!data)
+    throw FormatError("invalid recording: there is none (a null recording)");
+  data->validate();
+  return ValidatedRecording(std::move(data));
 }
 
 std::string RecordingData::summary() const {

@@ -4,8 +4,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "backend/backend.h"
@@ -125,6 +127,31 @@ void op_uses(const RecordingData& d, const Op& op, std::vector<SlotUse>& out);
 void launch_uses(const KernelIR& kernel, std::span<const LaunchArg> args,
                  std::vector<SlotUse>& out);
 
+/// The table of a RecordingData an item lives in, for locating a validation problem.
+enum class Table : uint8_t {
+  None = 0,  // the recording as a whole
+  Kernels,
+  Slots,
+  Exprs,
+  Ops,
+  Args,
+  Accesses,
+  Guards,
+  Inputs,
+  Outputs,
+};
+
+/// What validation found wrong, located at the item where it was found (the file reader maps
+/// it to a section and byte offset).
+struct ValidationIssue {
+  Table table = Table::None;
+  uint32_t index = kNone;  // the item in `table` (kNone with Table::None)
+  std::string what;        // the sentence, naming the item: "op 5 (launch) names kernel 3 of 2"
+
+  /// The ff::FormatError message: "invalid recording: " + what.
+  std::string message() const { return "invalid recording: " + what; }
+};
+
 struct RecordingData {
   std::string backend;  // the stack it was recorded on
   std::vector<Slot> slots;
@@ -147,9 +174,50 @@ struct RecordingData {
 
   /// Checks every index, type, expression and slot lifetime; throws ff::FormatError naming
   /// the problem (a recording that fails is damaged, whether it came from a file or was built
-  /// by hand: docs/errors.md).
+  /// by hand: docs/errors.md). Kernels that are KernelIR::is_validated() are not checked
+  /// again. Code that goes on to use the recording takes a ValidatedRecording instead.
   void validate() const;
+  /// validate(), returning the first problem instead of throwing.
+  std::optional<ValidationIssue> first_issue() const;
   std::string summary() const;
 };
+
+/// A recording known valid: shared, immutable, and made only by validating it (check()), so
+/// whoever holds one never validates it again. The file reader (format::parse) and the
+/// recorder (closing a scope, the optimiser) hand these out; a ReplayPlan takes one. Its
+/// kernels are KernelIR::is_validated() when check() was given the data to keep, so a
+/// backend does not validate them again either.
+class ValidatedRecording {
+ public:
+  /// An empty recording (valid).
+  ValidatedRecording();
+
+  /// Validates `data` (ff::FormatError naming the problem) and keeps it; its kernels become
+  /// ones known valid (copies of those that were not).
+  static ValidatedRecording check(RecordingData data);
+  /// Validates `data` and shares it as it is (kernels not known valid stay so: a backend
+  /// validates them when it compiles them).
+  static ValidatedRecording check(std::shared_ptr<const RecordingData> data);
+  /// check(RecordingData), returning the first problem instead of throwing.
+  static std::variant<ValidatedRecording, ValidationIssue> try_check(RecordingData data);
+
+  const RecordingData& operator*() const { return *data_; }
+
+  const RecordingData* operator->() const { return data_.get(); }
+
+  const RecordingData* get() const { return data_.get(); }
+
+  const std::shared_ptr<const RecordingData>& shared() const { return data_; }
+
+ private:
+  explicit ValidatedRecording(std::shared_ptr<const RecordingData> data) : data_(std::move(data)) {}
+
+  std::shared_ptr<const RecordingData> data_;
+};
+
+/// How many times a recording has been validated in this process (RecordingData::validate,
+/// first_issue and ValidatedRecording::check alike): a counter for the tests that check a
+/// loaded recording is validated once.
+uint64_t recording_validations();
 
 }  // namespace ff::rec

@@ -255,7 +255,8 @@ void RecordingBackend::abort_scope(Scope* scope) noexcept {
   delete scope;
 }
 
-RecordingData RecordingBackend::close_scope(Scope* scope, std::span<const void* const> outputs) {
+ValidatedRecording RecordingBackend::close_scope(Scope* scope,
+                                                 std::span<const void* const> outputs) {
   std::unique_ptr<Scope> owned(scope);
   if (!unlink(scope)) {
     (void)owned.release();  // not ours to delete
@@ -270,14 +271,13 @@ RecordingData RecordingBackend::close_scope(Scope* scope, std::span<const void* 
                     " is neither an input nor an array created inside the recording");
     scope->data.outputs.push_back(RecordingData::Output{live->slot});
   }
-  try {
-    scope->data.validate();
-  } catch (const FormatError& e) {
-    // Not damaged input but a recording this scope cannot make (an output allocated inside
-    // and never written, say): the caller's FreezeError (docs/errors.md).
-    throw Refusal(std::string("the recording cannot be made: ") + e.what());
-  }
-  return std::move(scope->data);
+  // The recording's one validation (its kernels are known valid: the backend below compiled
+  // them). A failure is not damaged input but a recording this scope cannot make (an output
+  // allocated inside and never written, say): the caller's FreezeError (docs/errors.md).
+  auto checked = ValidatedRecording::try_check(std::move(scope->data));
+  if (const auto* issue = std::get_if<ValidationIssue>(&checked))
+    throw Refusal("the recording cannot be made: " + issue->message());
+  return std::get<ValidatedRecording>(std::move(checked));
 }
 
 RecordingData RecordingBackend::capture_snapshot() const {

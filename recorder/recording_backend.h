@@ -41,9 +41,10 @@ class RecordingBackend final : public Backend {
   /// each op. Returns a token for close/abort.
   Scope* open_scope(std::span<const InputBinding> inputs);
   /// Closes the innermost scope (which must be `scope`) and returns what it recorded, with
-  /// `outputs` (buffers live in the scope) as the outputs. Throws ff::FreezeError if an op
-  /// inside was refused or failed, or an output is not a buffer the scope knows.
-  RecordingData close_scope(Scope* scope, std::span<const void* const> outputs);
+  /// `outputs` (buffers live in the scope) as the outputs, validated (a recorder bug cannot
+  /// reach a replay). Throws ff::FreezeError if an op inside was refused or failed, an output
+  /// is not a buffer the scope knows, or the recording fails validation.
+  ValidatedRecording close_scope(Scope* scope, std::span<const void* const> outputs);
   /// Drops the innermost scope (which must be `scope`) after an error. Never throws.
   void abort_scope(Scope* scope) noexcept;
   /// True while the calling thread has a scope open on this backend.

@@ -1,4 +1,5 @@
-// Building a replay plan: validation, kernel resolution, patch lists, guard placement.
+// Building a replay plan: kernel resolution, patch lists, guard placement. The recording comes
+// validated (rec::ValidatedRecording): the plan trusts its indices without checking them.
 //
 // The plan turns the Recording's general structure into flat arrays the replay loop walks
 // without allocating: per launch a template of argument bits (constants already in place), a
@@ -59,11 +60,13 @@ std::vector<Extent> buffer_extents(const KernelIR& ir) {
 }  // namespace
 
 ReplayPlan::ReplayPlan(std::shared_ptr<const rec::RecordingData> data, Backend& backend)
+    : ReplayPlan(rec::ValidatedRecording::check(std::move(data)), backend) {}
+
+ReplayPlan::ReplayPlan(rec::ValidatedRecording data, Backend& backend)
     : data_(std::move(data)),
       backend_id_(backend.instance_id()),
       generation_(backend.kernel_generation()) {
   const rec::RecordingData& d = *data_;
-  d.validate();
   if (d.is_capture)
     throw FreezeError(
         "a session capture records host reads and external memory; it can be "
@@ -71,7 +74,7 @@ ReplayPlan::ReplayPlan(std::shared_ptr<const rec::RecordingData> data, Backend& 
   kernels.reserve(d.kernels.size());
   std::vector<std::vector<Extent>> extents(d.kernels.size());
   for (size_t k = 0; k < d.kernels.size(); ++k) {
-    kernels.push_back(backend.compile(*d.kernels[k]));  // validates the IR
+    kernels.push_back(backend.compile(*d.kernels[k]));  // validates IR not known valid
     extents[k] = buffer_extents(*d.kernels[k]);
   }
 

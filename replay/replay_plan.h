@@ -1,5 +1,5 @@
-// A replay plan: a Recording validated once and pre-digested for fast repeated replays on one
-// backend (kernels compiled, argument patch lists, guard positions, size evaluation order).
+// A replay plan: a validated Recording pre-digested for fast repeated replays on one backend
+// (kernels compiled, argument patch lists, guard positions, size evaluation order).
 #pragma once
 
 #include <cstdint>
@@ -64,7 +64,11 @@ struct PlannedOp {
 
 class ReplayPlan {
  public:
-  /// Validates `data` and compiles its kernels on `backend`. Throws ff::FreezeError.
+  /// Compiles the kernels of `data` (validated already: not again) on `backend`. Throws
+  /// ff::FreezeError for a session capture, and what Backend::compile throws.
+  ReplayPlan(rec::ValidatedRecording data, Backend& backend);
+  /// For a recording no one has validated (built by hand): validates it first
+  /// (ff::FormatError naming the problem).
   ReplayPlan(std::shared_ptr<const rec::RecordingData> data, Backend& backend);
 
   const rec::RecordingData& data() const { return *data_; }
@@ -81,7 +85,7 @@ class ReplayPlan {
   /// The position in the plan of `op`, an element of `ops`: its index in RecordingData::ops.
   size_t index_of(const PlannedOp& op) const { return static_cast<size_t>(&op - ops.data()); }
 
-  std::shared_ptr<const rec::RecordingData> data_;
+  rec::ValidatedRecording data_;
   uint64_t backend_id_;
   uint64_t generation_;
   std::vector<KernelHandle> kernels;

@@ -41,10 +41,8 @@ const ff::rec::RecordingData& data_of(const ff::Recording& r) {
   return *ff::detail::recording_state(r)->data;
 }
 
-ff::Recording from_data(std::shared_ptr<const ff::rec::RecordingData> d) {
-  auto state = std::make_shared<ff::detail::RecordingState>();
-  state->data = std::move(d);
-  return ff::Recording(std::move(state));
+ff::Recording from_data(ff::rec::ValidatedRecording d) {
+  return ff::Recording(std::make_shared<ff::detail::RecordingState>(std::move(d)));
 }
 
 Bytes bytes_of(const ff::Recording& r) {

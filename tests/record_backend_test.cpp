@@ -121,8 +121,8 @@ TEST_CASE("refuse: a buffer read before anything wrote it", "[record][refusal]")
   void* doubled = env.backend.alloc(ScalarType::Float32, 8, {});
   env.launch(in, doubled, 8);
   const void* outputs[] = {doubled};
-  rec::RecordingData data = env.backend.close_scope(next, outputs);
-  CHECK(data.ops.size() == 4);  // alloc, fill, alloc, launch
+  rec::ValidatedRecording data = env.backend.close_scope(next, outputs);
+  CHECK(data->ops.size() == 4);  // alloc, fill, alloc, launch
   CHECK(env.download(doubled, 8) == std::vector<float>(8, 2.f));
   env.backend.release(in);
   env.backend.release(doubled);
@@ -137,7 +137,7 @@ TEST_CASE("a pointer into the middle of a buffer is recorded as slot plus offset
   void* out = env.backend.alloc(ScalarType::Float32, 50, {});
   env.launch(input + 10, out, 50);  // elements [10, 60) of the input
   const void* outputs[] = {out};
-  auto data = std::make_shared<const rec::RecordingData>(env.backend.close_scope(scope, outputs));
+  rec::ValidatedRecording data = env.backend.close_scope(scope, outputs);
   CHECK(env.download(out, 3) == std::vector<float>{20.f, 22.f, 24.f});
 
   // The launch's first argument is the input's slot at byte offset 40.

@@ -159,7 +159,7 @@ TEST_CASE(
   renamed.library_version = "9.9.9";
   auto d = std::make_shared<ff::rec::RecordingData>(*renamed.recordings[0]);
   d->backend = "cuda";
-  renamed.recordings[0] = d;
+  renamed.recordings[0] = ff::rec::ValidatedRecording::check(d);
   CHECK(ff::dump::diff(parsed("gather.ffr"), renamed, {}).same);
 }
 

@@ -211,18 +211,14 @@ KernelHandle CudaBackend::compile(const KernelIR& ir) {
     bump(cache_hits_);
     return it->second;
   }
-  ir.validate();
-  if (hash128(ir.serialize()) != ir.hash)
-    throw BackendError("cuda backend: kernel IR hash " + ir.hash.to_hex() +
-                       " does not match its contents (edited after finalize()?)");
+  std::shared_ptr<const KernelIR> checked = kernel_to_compile(ir, "cuda backend");
   auto start = std::chrono::steady_clock::now();
   PtxOptions options;
   options.target = target_;
   std::string ptx = emit_ptx_kernel(ir, "ff_kernel", options);
   auto generated = std::chrono::steady_clock::now();
   auto module = std::make_unique<Module>(ctx_, ptx);
-  auto kernel =
-      std::make_shared<const CudaKernel>(std::make_shared<const KernelIR>(ir), std::move(module));
+  auto kernel = std::make_shared<const CudaKernel>(std::move(checked), std::move(module));
   kernels_.emplace(ir.hash, kernel);
   bump(compiles_);
   auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };

@@ -1,6 +1,7 @@
 // Kernel IR: canonical serialisation (the kernel's identity), validation, listing.
 #include "backend/ir/kernel_ir.h"
 
+#include <atomic>
 #include <cstring>
 
 #include "backend/ir/ir_analysis.h"
@@ -197,6 +198,27 @@ KernelIR KernelIR::deserialize(std::span<const std::byte> bytes) {
   ir.validate();  // ff::FormatError too: bytes from outside
   ir.finalize();
   return ir;
+}
+
+std::shared_ptr<const KernelIR> KernelIR::load(std::span<const std::byte> bytes) {
+  return validated(parse(bytes));
+}
+
+std::shared_ptr<const KernelIR> KernelIR::validated(const KernelIR& ir) {
+  if (ir.is_validated()) {  // valid, and its hash is right: the copy is too
+    auto copy = std::make_shared<KernelIR>(ir);
+    copy->validated_.set = true;
+    return copy;
+  }
+  return validated(KernelIR(ir));
+}
+
+std::shared_ptr<const KernelIR> KernelIR::validated(KernelIR&& ir) {
+  ir.validate();  // a KernelIR that can be moved from is never known valid
+  auto shared = std::make_shared<KernelIR>(std::move(ir));
+  shared->finalize();
+  shared->validated_.set = true;
+  return shared;  // const from here on
 }
 
 uint32_t KernelIR::emit(IrOp op, ScalarType type, std::initializer_list<uint32_t> operands,
@@ -508,8 +530,17 @@ class IrValidator {
 
 }  // namespace
 
+namespace {
+std::atomic<uint64_t> g_kernel_validations{0};
+}  // namespace
+
 void KernelIR::validate() const {
+  g_kernel_validations.fetch_add(1, std::memory_order_relaxed);
   IrValidator(*this).run();
+}
+
+uint64_t kernel_validations() {
+  return g_kernel_validations.load(std::memory_order_relaxed);
 }
 
 std::string KernelIR::to_string() const {

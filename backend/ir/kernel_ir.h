@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -123,6 +124,12 @@ struct IrParam {
 };
 
 /// A kernel: parameters plus instructions. `hash` is XXH3-128 of `serialize()`.
+///
+/// Trust: a kernel made by validated() or load() is known valid (is_validated()): its IR passed
+/// validate() and its hash is that of its contents. Such a kernel exists only as a
+/// std::shared_ptr<const KernelIR>, so it cannot change afterwards; a copy of it is an ordinary
+/// (unvalidated) KernelIR, since a copy can be edited. Backends compile a validated kernel
+/// without checking it again, and check every other one.
 struct KernelIR {
   std::vector<IrParam> params;
   std::vector<IrInstr> instrs;
@@ -137,12 +144,26 @@ struct KernelIR {
   /// sizes it declares, without validating the instructions or computing the hash. Throws
   /// ff::FormatError.
   static KernelIR parse(std::span<const std::byte> bytes);
+  /// deserialize(), as a kernel known valid (is_validated()).
+  static std::shared_ptr<const KernelIR> load(std::span<const std::byte> bytes);
+  /// An immutable copy of `ir` known valid: `ir` is validated (ff::FormatError) unless it is
+  /// known valid already, and the copy's hash is computed from its contents (a caller that
+  /// trusts `ir.hash` compares the two).
+  static std::shared_ptr<const KernelIR> validated(const KernelIR& ir);
+  /// validated(), moving `ir` instead of copying it.
+  static std::shared_ptr<const KernelIR> validated(KernelIR&& ir);
   /// Recomputes `hash` from the canonical bytes.
   void finalize();
   /// Checks parameter kinds and types, operand indices, operand and result types per opcode,
   /// and flags; throws ff::FormatError naming the parameter or instruction (malformed IR is
-  /// damaged input, docs/errors.md). Backends call it before compiling IR.
+  /// damaged input, docs/errors.md). Backends call it before compiling IR that is not
+  /// is_validated().
   void validate() const;
+
+  /// True for a kernel made by validated() or load() (never for a copy): it is valid, and
+  /// `hash` matches its contents.
+  bool is_validated() const { return validated_.set; }
+
   /// Human-readable listing, one instruction per line.
   std::string to_string() const;
 
@@ -150,7 +171,28 @@ struct KernelIR {
   /// its index: for kernels built by hand (the JIT warm-up, tests, benchmarks).
   uint32_t emit(IrOp op, ScalarType type, std::initializer_list<uint32_t> operands = {},
                 uint64_t imm = 0, uint16_t flags = 0);
+
+ private:
+  /// Set only by validated() and load(), on an object no one can change; a copy or a move
+  /// leaves it unset in the new object (which may be edited).
+  struct Mark {
+    bool set = false;
+    Mark() = default;
+
+    Mark(const Mark&) {}
+
+    Mark& operator=(const Mark&) {
+      set = false;
+      return *this;
+    }
+  };
+
+  Mark validated_;
 };
+
+/// How many times KernelIR::validate() has run in this process (a counter for the tests that
+/// check a kernel is validated once).
+uint64_t kernel_validations();
 
 /// A kernel argument as passed to a launch: the pointer or scalar bit pattern.
 using KernelArgBits = uint64_t;

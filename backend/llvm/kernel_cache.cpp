@@ -138,10 +138,7 @@ KernelHandle KernelCache::compile(const KernelIR& ir) {
   std::lock_guard compile_lock(compile_mutex_);
   if (KernelHandle hit = find())  // another thread compiled it meanwhile
     return hit;
-  ir.validate();
-  if (hash128(ir.serialize()) != ir.hash)
-    throw BackendError("llvm backend: kernel IR hash " + ir.hash.to_hex() +
-                       " does not match its contents (call KernelIR::finalize() after editing)");
+  std::shared_ptr<const KernelIR> checked = kernel_to_compile(ir, "llvm backend");
   auto start = std::chrono::steady_clock::now();
   Tier tier = tiered_ ? Tier::Quick : Tier::Optimized;
   LlvmJit& jit = jit_locked();
@@ -158,8 +155,7 @@ KernelHandle KernelCache::compile(const KernelIR& ir) {
   }
   if (!code)
     code = compile_code(jit, ir, tier);
-  auto kernel =
-      std::make_shared<LlvmKernel>(std::make_shared<const KernelIR>(ir), std::move(code), tier);
+  auto kernel = std::make_shared<LlvmKernel>(std::move(checked), std::move(code), tier);
   {
     std::unique_lock lock(cache_mutex_);
     cache_.emplace(ir.hash, kernel);

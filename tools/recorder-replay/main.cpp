@@ -325,7 +325,7 @@ int run(int argc, char** argv) {
     return 2;
   }
   size_t recording = *index;
-  std::shared_ptr<const ff::rec::RecordingData> data = parsed.recordings[recording];
+  ff::rec::ValidatedRecording data = parsed.recordings[recording];  // validated: not again
   const ff::rec::RecordingData& d = *data;
   if (d.is_capture) {
     std::cerr << "recorder-replay: " << file
