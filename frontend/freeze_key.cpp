@@ -3,6 +3,7 @@
 #include "frontend/freeze_key.h"
 
 #include <algorithm>
+#include <bit>
 
 #include "recorder/freeze_section.h"
 
@@ -35,7 +36,8 @@ std::vector<uint64_t> group_sizes_of(const std::vector<LeafInfo>& infos) {
 namespace {
 
 /// ks.alias: per leaf, the first leaf holding the same variable. Arrays made one after another
-/// have ascending handles: then there is none, and no search.
+/// have ascending handles: then there is none, and no search; else a scan of the earlier leaves
+/// (few) or a hash table (many: linear, where sorting cost microseconds at 100 leaves).
 void find_aliases(KeyScratch& ks) {
   const std::vector<Handle>& leaves = ks.scan.leaves;
   size_t n = leaves.size();
@@ -54,16 +56,19 @@ void find_aliases(KeyScratch& ks) {
         }
     return;
   }
-  auto& sorted = ks.sort_scratch;
-  sorted.clear();
-  for (size_t i = 0; i < n; ++i)
-    sorted.push_back({leaves[i], static_cast<uint32_t>(i)});
-  std::sort(sorted.begin(), sorted.end());
-  for (size_t k = 1; k < sorted.size(); ++k)
-    if (sorted[k].first == sorted[k - 1].first)
-      ks.alias[sorted[k].second] = ks.alias[sorted[k - 1].second] >= 0
-                                       ? ks.alias[sorted[k - 1].second]
-                                       : static_cast<int32_t>(sorted[k - 1].second);
+  auto& table = ks.alias_table;  // open addressing; second < 0: an empty slot
+  size_t mask = std::bit_ceil(2 * n) - 1;
+  table.assign(mask + 1, {Handle{0}, -1});
+  for (size_t i = 0; i < n; ++i) {
+    Handle h = leaves[i];
+    size_t slot = static_cast<size_t>((h * 0x9E3779B97F4A7C15ull) >> 32) & mask;
+    while (table[slot].second >= 0 && table[slot].first != h)
+      slot = (slot + 1) & mask;
+    if (table[slot].second >= 0)
+      ks.alias[i] = table[slot].second;  // the first leaf with this handle
+    else
+      table[slot] = {h, static_cast<int32_t>(i)};
+  }
 }
 
 /// The inputs and their size groups (inputs sharing a size, numbered by first appearance):

@@ -70,7 +70,7 @@ struct KeyScratch {
   std::vector<uint64_t> group_sizes;  // per input size group: its size
   std::vector<uint32_t> group_input;  // per input size group: its first input (in `inputs`)
   std::vector<uint32_t> input_group;  // per leaf that is an input: its size group
-  std::vector<std::pair<uint64_t, uint32_t>> sort_scratch;
+  std::vector<std::pair<Handle, int32_t>> alias_table;  // find_aliases, above 16 leaves
 };
 
 /// Keys the scanned call: reads the leaves from the tracer (one window), finds aliases, groups

@@ -128,17 +128,23 @@ Recording detail::record_scope(const std::vector<AnyArray>& inputs,
 
 std::vector<AnyArray> Recording::replay(const std::vector<AnyArray>& inputs) const {
   using namespace detail;
-  std::vector<TypedHandle> in;
-  in.reserve(inputs.size());
+  // This thread's buffers, reused: a replay runs no user code, so it never re-enters here.
+  thread_local std::vector<TypedHandle> in;
+  thread_local ReplayScratch s;
+  in.clear();
   for (const AnyArray& a : inputs) {
     if (!a.valid())
       throw FreezeError("replay: an input AnyArray is empty");
     in.push_back({a.id(), a.type()});
   }
-  ReplayScratch s;
   replay_handles(*this, in, s);
   std::vector<AnyArray> result;
-  result.reserve(s.outputs.size());
+  try {
+    result.reserve(s.outputs.size());
+  } catch (...) {
+    s.drop_outputs();
+    throw;
+  }
   for (TypedHandle& o : s.outputs)
     result.push_back(AnyArray::steal(std::exchange(o.handle, Handle{0}), o.type));
   return result;

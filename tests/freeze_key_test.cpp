@@ -199,3 +199,20 @@ TEST_CASE("freeze replay: the handle-level entry gives what Recording::replay gi
   // Outputs nobody took are dropped with the scratch (ASan would see a leak otherwise).
   ff::detail::replay_handles(rec, inputs, s);
 }
+
+TEST_CASE("freeze key: aliases among many leaves, in any order of handles", "[freeze]") {
+  fresh();
+  std::vector<Float> made;
+  for (int i = 0; i < 20; ++i)
+    made.push_back(Float::from({static_cast<float>(i)}));
+  std::vector<Float> reversed(made.rbegin(), made.rend());
+  ff::detail::KeyScratch ks;
+  scan_all(ks, reversed, made);  // 40 leaves, handles descending, then ascending
+  ff::detail::build_key(ks);
+  REQUIRE(ks.alias.size() == 40);
+  for (size_t i = 0; i < 20; ++i) {
+    CHECK(ks.alias[i] == -1);
+    CHECK(ks.alias[20 + i] == static_cast<int32_t>(19 - i));  // the first leaf with its handle
+  }
+  CHECK(ks.inputs.size() == 20);
+}
