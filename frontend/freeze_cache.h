@@ -1,10 +1,11 @@
-// The recording cache behind ff::freeze, shared by frontend/freeze.cpp (calls: keys, replay,
-// recording, verify) and frontend/freeze_io.cpp (f.save / f.load). Internal.
+// The recording cache behind ff::freeze: entries by key, their recordings (least recently used
+// dropped first), the opaque sets, and this thread's last hits. Its bookkeeping is in
+// freeze_cache.cpp; frontend/freeze.cpp calls through it (freeze_key.h keys, freeze_replay.h
+// replays, freeze_verify.h checks) and frontend/freeze_io.cpp saves and loads it. Internal.
 #pragma once
 
 #include <array>
 #include <atomic>
-#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -14,6 +15,9 @@
 
 #include "common/hash.h"
 #include "freezeframe/freeze.h"
+#include "frontend/freeze_key.h"
+#include "frontend/freeze_replay.h"
+#include "frontend/freeze_verify.h"
 #include "tracer/variable.h"
 
 namespace ff::detail {
@@ -44,44 +48,10 @@ struct LastHit {
   std::vector<std::weak_ptr<Held>> held;
 };
 
-/// How a literal argument's size is described in the key: the only thing a replay knows about
-/// it (the literal is no input). Persisted in keys (recording files): never renumber.
-struct SizeClass {
-  enum Kind : uint8_t {
-    One = 0,    // size 1: it broadcasts
-    Group = 1,  // the size of input size group `value` in this call
-    Exact = 2,  // none of those: exactly `value` elements
-  };
-
-  Kind kind = One;
-  uint64_t value = 0;
-
-  friend bool operator==(const SizeClass&, const SizeClass&) = default;
-};
-
-/// The size class of a literal of `size` elements, given the sizes of the call's input groups.
-inline SizeClass literal_size_class(uint64_t size, const std::vector<uint64_t>& group_sizes) {
-  if (size == 1)
-    return {SizeClass::One, 0};
-  for (size_t g = 0; g < group_sizes.size(); ++g)
-    if (group_sizes[g] == size)
-      return {SizeClass::Group, g};
-  return {SizeClass::Exact, size};
-}
-
-/// Everything one call needs, reused between calls (one per nesting depth and thread).
-struct CallScratch {
-  ScanVisitor scan;
-  ByteBuffer key;                 // what the tracer adds to the scan's shape (build_key)
-  std::vector<uint8_t> full_key;  // the scan's shape, then `key`: the cache's key
-  std::vector<LeafInfo> infos;
-  std::vector<int32_t> alias;  // per leaf: the first leaf with the same handle, or -1
-  std::vector<AnyArray> inputs;
-  bool borrowed = false;  // `inputs` hold no references: the caller's arguments keep them
-  std::vector<uint64_t> group_sizes;  // per input size group: its size
-  std::vector<uint32_t> group_input;  // per input size group: its first input (in `inputs`)
-  std::vector<uint32_t> input_group;  // per leaf that is an input: its size group
-  std::vector<std::pair<uint64_t, uint32_t>> sort_scratch;
+/// Everything one call needs, reused between calls (one per nesting depth and thread): its
+/// key, its replay's buffers and this thread's last hits at this depth.
+struct CallScratch : KeyScratch {
+  ReplayScratch replay;
   std::array<LastHit, 4> last;  // the functions this thread called last at this depth
   size_t next_last = 0;
 
@@ -92,15 +62,6 @@ struct CallScratch {
     return nullptr;
   }
 
-  /// Empties `inputs`, dropping the references unless they were borrowed.
-  void drop_inputs() {
-    if (borrowed)
-      for (AnyArray& a : inputs)
-        a.release();
-    inputs.clear();
-    borrowed = false;
-  }
-
   LastHit& slot_for(uint64_t function) {
     if (LastHit* h = find_last(function))
       return *h;
@@ -108,18 +69,6 @@ struct CallScratch {
     h.function = function;
     return h;
   }
-};
-
-/// One attribute of a key, with the argument path it belongs to (for the warn_after message).
-struct KeyItem {
-  std::string path, category, value;
-};
-
-/// A call's arguments described: the key's attributes, each leaf's path, the structs' names.
-struct CallDescription {
-  std::vector<KeyItem> items;
-  std::vector<std::string> leaf_paths;                    // one per leaf
-  std::vector<std::pair<uint64_t, std::string>> structs;  // name_hash, name
 };
 
 struct Entry {
@@ -133,9 +82,26 @@ struct Entry {
   bool recording = false;               // a thread is recording this key now
 };
 
+/// A call past the fast path: what it has found out so far.
+struct SlowCall {
+  bool nested = false;           // inside an open recording scope
+  uint64_t tried_epoch = 0;      // the epoch at which the fast path tried this key's recordings
+  uint64_t shape_hash = 0;       // of the argument shape
+  std::vector<uint32_t> opaque;  // the leaves made opaque before keying
+  Hash128 hash{};                // of the full key
+};
+
+/// What the full path does next with a call (FreezeCore::Impl::step).
+enum class Step {
+  Replayed,   // done
+  RunTraced,  // run the body traced: nested, or its key is being recorded
+  KeyAgain,   // leaves were made opaque, or the entry went away: key the call again
+  Record,     // the entry is marked recording: record the call
+};
+
 struct FreezeCore::Impl {
   FreezeOptions options;
-  uint32_t verify_every = 0;
+  VerifySchedule verify;
 
   mutable std::mutex mutex;
   std::unordered_map<Hash128, std::vector<std::unique_ptr<Entry>>> entries;
@@ -148,27 +114,48 @@ struct FreezeCore::Impl {
   uint64_t seq = 0;
   size_t n_recordings = 0, n_cached = 0;
   std::atomic<size_t> n_replays{0};
-  std::atomic<uint64_t> replays_until_verify{0};
   bool warned = false;
+
+  // The FF_STRUCT names seen in keys, by the hash keys hold (for f.save and recorder-dump).
+  std::map<uint64_t, std::string> struct_names;
+
+  // Loaded from a file (f.load): the file and how many keys it brought (for the log line of a
+  // call that matches none of them).
+  std::string loaded_from;
+  size_t n_loaded_keys = 0;
 
   std::string prefix() const { return "frozen function '" + options.name + "': "; }
 
-  /// Makes leaves opaque before keying: those at `ordinals` (auto_opaque), or every literal.
-  void make_opaque_leaves(CallScratch& cs, const std::vector<uint32_t>& ordinals) const;
-  void build_key(CallScratch& cs, bool borrow = false);
-  void full_key(CallScratch& cs) const;
+  // A call (freeze.cpp), in the order FreezeCore::call takes them.
+  /// The same kind of call as this thread's last one, nothing changed since: replays it (no
+  /// lock, no hash). `tried_epoch`: set where it tried the key's recordings.
   bool replay_last_hit(CallSite& site, CallScratch& cs, uint64_t* tried_epoch);
-  void remember(CallScratch& cs, const Entry& e, const std::vector<uint32_t>& opaque_applied);
-  Entry* find(const Hash128& h, const std::vector<uint8_t>& key);
-  std::vector<uint32_t> changed_literals(const CallScratch& cs, uint64_t shape_hash) const;
-  bool replay(CallSite& site, CallScratch& cs, const std::shared_ptr<Held>& held);
-  std::shared_ptr<Held> record(CallSite& site, CallScratch& cs);
-  void verify(CallSite& site, const Held& held);
-  CallDescription describe(CallSite& site, const CallScratch& cs) const;
-  void warn_if_due(const Entry& fresh);
-  void evict_locked();
+  /// Makes the call's leaves of its argument shape's opaque set opaque (all literals without
+  /// auto_opaque), so the key sees buffers where it must.
+  void apply_opaque_set(CallScratch& cs, SlowCall& c);
+  /// Keys the call, looks it up and replays what the entry holds; says what comes next.
+  Step step(CallSite& site, CallScratch& cs, SlowCall& c);
+  /// A miss: the literals that changed against an otherwise equal key are made opaque (true:
+  /// key again), else a new entry is marked recording.
+  Step miss(CallSite& site, CallScratch& cs, SlowCall& c, std::unique_lock<std::mutex>& lock);
+  /// Replays the first of `held` that fits, and remembers it for this thread.
+  bool replay_first_fit(CallSite& site, CallScratch& cs, const SlowCall& c,
+                        const std::vector<std::shared_ptr<Held>>& held);
+  /// Records the call for its entry (marked recording) and keeps the recording.
+  void record_call(CallSite& site, CallScratch& cs, const SlowCall& c);
 
-  // The cache's bookkeeping (under the mutex unless said otherwise).
+  // Replaying and recording (freeze.cpp).
+  /// Replays `held` into the call's outputs (verify: checks it when due); false where a guard
+  /// did not hold.
+  bool replay(CallSite& site, CallScratch& cs, const std::shared_ptr<Held>& held);
+  bool run_replay(CallScratch& cs, const Held& held);
+  void rebuild(CallSite& site, CallScratch& cs, Held& held);
+  std::shared_ptr<Held> record(CallSite& site, CallScratch& cs);
+  /// Makes leaves opaque: those at `ordinals` (auto_opaque), or every literal.
+  void make_opaque_leaves(CallScratch& cs, const std::vector<uint32_t>& ordinals) const;
+
+  // The cache's bookkeeping (freeze_cache.cpp; under the mutex unless said otherwise).
+  Entry* find(const Hash128& h, const std::vector<uint8_t>& key);
   /// A new entry for `key`, whose first `shape_bytes` bytes are the argument shape.
   Entry& add_entry(const Hash128& h, std::vector<uint8_t> key, size_t shape_bytes,
                    std::vector<LeafInfo> infos);
@@ -180,14 +167,20 @@ struct FreezeCore::Impl {
   void erase_entry(const Entry* e);
   /// Marks `held` used now, for LRU (no mutex: an approximate clock is enough).
   void touch(Held& held);
-
-  // The FF_STRUCT names seen in keys, by the hash keys hold (for f.save and recorder-dump).
-  std::map<uint64_t, std::string> struct_names;
-
-  // Loaded from a file (f.load): the file and how many keys it brought (for the log line of a
-  // call that matches none of them).
-  std::string loaded_from;
-  size_t n_loaded_keys = 0;
+  void evict_locked();
+  /// This thread's last hit of this function: `e` with the call's key and opaque set.
+  void remember(CallScratch& cs, const Entry& e, const std::vector<uint32_t>& opaque_applied);
+  /// The leaves whose literal values differ from an entry that is otherwise the same call.
+  std::vector<uint32_t> changed_literals(const CallScratch& cs, uint64_t shape_hash) const;
+  /// Adds `changed` to the opaque set of `shape_hash`; returns the set.
+  std::vector<uint32_t> add_opaque(uint64_t shape_hash, const std::vector<uint32_t>& changed);
+  /// After a recording of `cs`'s key: keeps it, with the call's description, and remembers it.
+  void keep(CallScratch& cs, const SlowCall& c, std::shared_ptr<Held> held,
+            CallDescription description);
+  /// After a failed recording: the entry is no longer recording (dropped if it holds none).
+  void abandon(const SlowCall& c, const std::vector<uint8_t>& key);
+  /// Logs the warning of FreezeOptions::warn_after when this recording is the one it names.
+  void warn_if_due(const Entry& fresh);
 };
 
 }  // namespace ff::detail

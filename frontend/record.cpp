@@ -1,14 +1,15 @@
-// The front end that joins the tracer and the recorder: ff::record, Recording::replay,
-// ff::capture. The only file (with freeze, later) that knows both sides.
+// The front end that joins the tracer and the recorder: ff::record, Recording::replay (over
+// freeze_replay.h's handle-level entry, which frozen calls use directly), ff::capture.
 #include <algorithm>
+#include <utility>
 
 #include "common/log.h"
 #include "freezeframe/recording.h"
+#include "frontend/freeze_replay.h"
 #include "frontend/recording_state.h"
 #include "recorder/optimize.h"
 #include "recorder/recording_backend.h"
 #include "recorder/recording_text.h"
-#include "replay/replayer.h"
 #include "tracer/variable.h"
 
 namespace ff {
@@ -125,52 +126,25 @@ Recording detail::record_scope(const std::vector<AnyArray>& inputs,
 
 std::vector<AnyArray> Recording::replay(const std::vector<AnyArray>& inputs) const {
   using namespace detail;
-  std::vector<replay::ReplayInput> bound;
-  bound.reserve(inputs.size());
+  // This thread's buffers, reused: a replay runs no user code, so it never re-enters here.
+  thread_local std::vector<TypedHandle> in;
+  thread_local ReplayScratch s;
+  in.clear();
   for (const AnyArray& a : inputs) {
     if (!a.valid())
       throw FreezeError("replay: an input AnyArray is empty");
-    std::shared_ptr<Buffer> b = evaluated_buffer(a.id());
-    bound.push_back({b->ptr, b->type, b->size});
+    in.push_back({a.id(), a.type()});
   }
-  const std::shared_ptr<Device>& device = current_device();
-  Backend& backend = device->backend();
-  auto* rb = dynamic_cast<rec::RecordingBackend*>(&backend);
-  if (rb && rb->innermost() == state_->data.get())
-    throw FreezeError("replay: a recording cannot be replayed into itself");
-  replay::ReplayOptions options;
-  options.provenance = rb && (rb->scope_open() || rb->is_capturing());
-  auto plan = state_->plan_for(backend);
-  std::vector<replay::ReplayOutput> outs = replay::run(*plan, backend, bound, options);
-
+  replay_handles(*this, in, s);
   std::vector<AnyArray> result;
-  result.reserve(outs.size());
-  size_t k = 0;
   try {
-    for (; k < outs.size(); ++k) {
-      const replay::ReplayOutput& o = outs[k];
-      if (o.input >= 0) {
-        result.push_back(inputs[static_cast<size_t>(o.input)]);
-      } else if (o.same_as >= 0) {
-        result.push_back(result[static_cast<size_t>(o.same_as)]);
-      } else {
-        std::shared_ptr<Buffer> buffer;
-        try {
-          buffer = std::make_shared<Buffer>(o.ptr, o.size, o.type, device);
-        } catch (...) {
-          backend.release(o.ptr);
-          throw;
-        }
-        result.push_back(
-            AnyArray::steal(handle_for_buffer(std::move(buffer), /*traced=*/false), o.type));
-      }
-    }
+    result.reserve(s.outputs.size());
   } catch (...) {
-    for (size_t j = k + 1; j < outs.size(); ++j)  // not yet owned by a Buffer
-      if (outs[j].input < 0 && outs[j].same_as < 0)
-        backend.release(outs[j].ptr);
+    s.drop_outputs();
     throw;
   }
+  for (TypedHandle& o : s.outputs)
+    result.push_back(AnyArray::steal(std::exchange(o.handle, Handle{0}), o.type));
   return result;
 }
 

@@ -81,6 +81,35 @@ struct KeyLeaf {
   uint64_t size = 0;  // Literal of class Exact (layout 1: the size, unless FromArray)
 };
 
+/// The writer of a key's tracer part (layout kFreezeLayout) that decode_key reads: the front
+/// end keys every call with these. `Out` has push_back(uint8_t) and append(const void*, size_t)
+/// (the front end's ByteBuffer, which keeps the call's hot path free of allocations).
+template <class Out>
+void put_key_flags(Out& out, bool debug) {
+  out.push_back(debug ? 1 : 0);
+}
+
+template <class Out>
+void put_key_leaf(Out& out, const KeyLeaf& leaf) {
+  out.push_back(static_cast<uint8_t>(leaf.kind));
+  switch (leaf.kind) {
+    case LeafKind::Input:
+      out.append(&leaf.group, sizeof leaf.group);
+      return;
+    case LeafKind::Alias:
+      out.append(&leaf.alias, sizeof leaf.alias);
+      return;
+    case LeafKind::Literal:
+      out.append(&leaf.bits, sizeof leaf.bits);
+      out.push_back(static_cast<uint8_t>(leaf.size_class));
+      if (leaf.size_class == LiteralSize::Group)
+        out.append(&leaf.group, sizeof leaf.group);
+      else if (leaf.size_class == LiteralSize::Exact)
+        out.append(&leaf.size, sizeof leaf.size);
+      return;
+  }
+}
+
 /// A key decoded: the arguments' shapes, then the tracer part.
 struct DecodedKey {
   std::vector<ShapeNode> arguments;  // one per argument

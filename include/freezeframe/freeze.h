@@ -10,6 +10,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -117,6 +118,10 @@ constexpr uint8_t scalar_tag() {
                               (std::is_signed_v<U> ? 1 : 0));
 }
 
+/// The byte before each argument in a key's shape part (ScanVisitor::argument). Persisted in
+/// keys: never change (recorder/freeze_section.h reads it as format::kArgumentMarker).
+inline constexpr uint8_t kArgumentMarker = 0xA0;
+
 /// Readable names for what a shape holds, for messages: "int32", "a tuple of 2", ...
 std::string scalar_tag_name(uint8_t tag);
 std::string shape_node_name(uint8_t node);
@@ -179,7 +184,7 @@ struct ScanVisitor {
 
   void leave() {}
 
-  void argument() { shape.push_back(0xA0); }
+  void argument() { shape.push_back(kArgumentMarker); }
 };
 
 /// Collects a result's (and the written-back arguments') arrays and shape: the structure,
@@ -194,6 +199,14 @@ struct SinkVisitor : ScanVisitor {
   }
 };
 
+/// An array as the tracer names it, with its element type: a replay's input (borrowed) or
+/// output (a reference of this thread that a rebuild takes over: the handle is 0 once taken,
+/// and whoever holds the list drops what is left).
+struct TypedHandle {
+  Handle handle = 0;
+  ScalarType type = ScalarType::Float32;
+};
+
 /// Rebuilds a result or written-back argument from a recorded shape and the replay's arrays,
 /// checking the shape against the types it is rebuilt into: element and scalar types, node
 /// kinds, and the counts of tuples, std::arrays and structs. A mismatch (a file saved by
@@ -203,7 +216,7 @@ class RebuildVisitor {
   static constexpr bool kRebuilds = true;
 
   /// `context` starts every message (the function's name, the file a recording came from).
-  RebuildVisitor(const std::vector<uint8_t>& shape, const std::vector<AnyArray>& arrays,
+  RebuildVisitor(const std::vector<uint8_t>& shape, std::span<TypedHandle> arrays,
                  const std::string& context)
       : shape_(shape), arrays_(arrays), context_(context) {}
 
@@ -215,11 +228,11 @@ class RebuildVisitor {
       mismatch(array_name(recorded), array_name(static_cast<uint8_t>(A::kType)));
     if (next_array_ >= arrays_.size())
       fail("the recorded shape holds more arrays than the recording returned");
-    const AnyArray& got = arrays_[next_array_++];
-    if (got.type() != A::kType)
-      mismatch(array_name(static_cast<uint8_t>(got.type())),
+    TypedHandle& got = arrays_[next_array_++];
+    if (got.type != A::kType)
+      mismatch(array_name(static_cast<uint8_t>(got.type)),
                array_name(static_cast<uint8_t>(A::kType)));
-    a = got.template as<A>();
+    a = A::steal(std::exchange(got.handle, Handle{0}));
   }
 
   template <class S>
@@ -305,7 +318,7 @@ class RebuildVisitor {
   }
 
   const std::vector<uint8_t>& shape_;
-  const std::vector<AnyArray>& arrays_;
+  std::span<TypedHandle> arrays_;
   const std::string& context_;
   size_t pos_ = 0;
   size_t next_array_ = 0;
@@ -551,53 +564,10 @@ class Frozen {
 
     void rebuild(detail::RebuildVisitor& r, const detail::WrittenArgs& written,
                  bool staged) override {
-      if (!staged) {
-        if constexpr (!std::is_void_v<R>) {
-          result.emplace();
-          detail::traverse(r, *result);
-        }
-        // Every argument the recording wrote, in order, whatever this call passed there: an
-        // rvalue takes the update (unseen), a const argument updates a scratch copy.
-        for_each_written(written, [&](auto& arg) {
-          if constexpr (std::is_const_v<std::remove_reference_t<decltype(arg)>>) {
-            std::decay_t<decltype(arg)> scratch = arg;
-            detail::traverse(r, scratch);
-          } else {
-            detail::traverse(r, arg);
-          }
-        });
-        return;
-      }
-      std::optional<std::conditional_t<std::is_void_v<R>, int, R>> fresh;
-      if constexpr (!std::is_void_v<R>) {
-        fresh.emplace();
-        detail::traverse(r, *fresh);
-      }
-      std::tuple<std::optional<std::decay_t<A>>...> staging;
-      [&]<size_t... I>(std::index_sequence<I...>) {
-        (
-            [&] {
-              if (!written[I])
-                return;
-              auto& copy = std::get<I>(staging).emplace(std::get<I>(args_));
-              detail::traverse(r, copy);
-            }(),
-            ...);
-      }
-      (std::index_sequence_for<A...>());
-      r.finish();
-      result = std::move(fresh);
-      [&]<size_t... I>(std::index_sequence<I...>) {
-        (
-            [&] {
-              auto& arg = std::get<I>(args_);
-              if constexpr (!std::is_const_v<std::remove_reference_t<decltype(arg)>>)
-                if (written[I])
-                  arg = std::move(*std::get<I>(staging));
-            }(),
-            ...);
-      }
-      (std::index_sequence_for<A...>());
+      if (staged)
+        rebuild_staged(r, written);
+      else
+        rebuild_in_place(r, written);
     }
 
     const void* types() const override {
@@ -647,6 +617,57 @@ class Frozen {
     std::optional<std::conditional_t<std::is_void_v<R>, int, R>> result;
 
    private:
+    void rebuild_in_place(detail::RebuildVisitor& r, const detail::WrittenArgs& written) {
+      if constexpr (!std::is_void_v<R>) {
+        result.emplace();
+        detail::traverse(r, *result);
+      }
+      // Every argument the recording wrote, in order, whatever this call passed there: an
+      // rvalue takes the update (unseen), a const argument updates a scratch copy.
+      for_each_written(written, [&](auto& arg) {
+        if constexpr (std::is_const_v<std::remove_reference_t<decltype(arg)>>) {
+          std::decay_t<decltype(arg)> scratch = arg;
+          detail::traverse(r, scratch);
+        } else {
+          detail::traverse(r, arg);
+        }
+      });
+    }
+
+    // Into copies first, committed only when the whole shape fitted.
+    void rebuild_staged(detail::RebuildVisitor& r, const detail::WrittenArgs& written) {
+      std::optional<std::conditional_t<std::is_void_v<R>, int, R>> fresh;
+      if constexpr (!std::is_void_v<R>) {
+        fresh.emplace();
+        detail::traverse(r, *fresh);
+      }
+      std::tuple<std::optional<std::decay_t<A>>...> staging;
+      [&]<size_t... I>(std::index_sequence<I...>) {
+        (
+            [&] {
+              if (!written[I])
+                return;
+              auto& copy = std::get<I>(staging).emplace(std::get<I>(args_));
+              detail::traverse(r, copy);
+            }(),
+            ...);
+      }
+      (std::index_sequence_for<A...>());
+      r.finish();
+      result = std::move(fresh);
+      [&]<size_t... I>(std::index_sequence<I...>) {
+        (
+            [&] {
+              auto& arg = std::get<I>(args_);
+              if constexpr (!std::is_const_v<std::remove_reference_t<decltype(arg)>>)
+                if (written[I])
+                  arg = std::move(*std::get<I>(staging));
+            }(),
+            ...);
+      }
+      (std::index_sequence_for<A...>());
+    }
+
     // A copy stands in for an argument: an lvalue where the caller passed one (so a body
     // taking T& binds to the copy), an rvalue otherwise.
     template <class Arg, class C>
