@@ -9,6 +9,7 @@
 #include "recorder/recording_backend.h"
 #include "recorder/recording_text.h"
 #include "replay/replayer.h"
+#include "runtime/environment.h"
 #include "tracer/variable.h"
 
 namespace ff {
@@ -116,7 +117,7 @@ Recording detail::record_scope(const std::vector<AnyArray>& inputs,
   }
   auto data = std::make_shared<rec::RecordingData>(rb.close_scope(scope, out_ptrs));
   logging::record().debug("recorded {}", data->summary());
-  if (options.optimize && rec::optimizer_enabled_by_environment()) {
+  if (options.optimize && detail::optimizer_enabled_by_environment()) {
     rec::optimize(*data);
     logging::record().debug("optimised: {}", data->summary());
   }

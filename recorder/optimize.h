@@ -19,10 +19,6 @@ struct OptimizeOptions {
   size_t max_fused_params = 64;
 };
 
-/// Whether recordings are optimised when they are closed: FF_OPTIMIZE=0 turns it off for the
-/// process (read once); any other value or none leaves it on.
-bool optimizer_enabled_by_environment();
-
 /// Runs the passes on `d` in place and appends their counts to d.passes. A capture (inspect
 /// only) and a recording already optimised are left as they are. The result is validated; if
 /// a pass produced something invalid (a bug), `d` is left unoptimised and the problem logged.
