@@ -52,17 +52,6 @@ void install_locked(std::shared_ptr<Device> device) {
 
 }  // namespace
 
-Backend& Device::decorate(
-    const std::function<bool(Backend&)>& keep,
-    const std::function<std::unique_ptr<Backend>(std::unique_ptr<Backend>)>& decorate) {
-  std::lock_guard lock(mutex_);
-  if (keep(*owner_))
-    return *owner_;
-  owner_ = decorate(std::move(owner_));
-  top_.store(owner_.get(), std::memory_order_release);
-  return *owner_;
-}
-
 // This thread's reference to the current stack (a thread impersonating another's table keeps
 // using its own).
 static thread_local std::shared_ptr<Device> t_device;

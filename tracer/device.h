@@ -1,7 +1,7 @@
-// The backend stack the tracer talks to (a Device), the current one, and process-wide flags.
-// The runtime (runtime/) builds stacks and installs them here (replace_device, called by
-// ff::init and ff::shutdown); the tracer only asks for the current top on every call instead
-// of caching a Backend&.
+// The tracer's slot for the current backend stack (a Device), and process-wide flags. The stack
+// itself (backend/backend_stack.h) is not the tracer's: the runtime (runtime/) builds stacks and
+// installs them here (replace_device, called by ff::init and ff::shutdown). The tracer only asks
+// for the current top on every call instead of caching a Backend&.
 #pragma once
 
 #include <atomic>
@@ -10,31 +10,14 @@
 #include <mutex>
 
 #include "backend/backend.h"
+#include "backend/backend_stack.h"
 #include "freezeframe/init.h"
 
 namespace ff::detail {
 
-/// Owns the backend stack. Buffers hold a shared_ptr to it, so a stack outlives shutdown()
-/// until the last array that allocated from it is gone. The top can be decorated later (a
-/// recorder inserted on demand); threads already using the old top keep a valid backend,
-/// since the decorator owns it.
-class Device {
- public:
-  explicit Device(std::unique_ptr<Backend> b) : owner_(std::move(b)), top_(owner_.get()) {}
-
-  Backend& backend() const { return *top_.load(std::memory_order_acquire); }
-
-  /// Replaces the top with `decorate(old top)` unless `keep(top)` says it already fits.
-  /// Returns the (new or kept) top.
-  Backend& decorate(
-      const std::function<bool(Backend&)>& keep,
-      const std::function<std::unique_ptr<Backend>(std::unique_ptr<Backend>)>& decorate);
-
- private:
-  std::mutex mutex_;
-  std::unique_ptr<Backend> owner_;
-  std::atomic<Backend*> top_;
-};
+/// The tracer's name for a backend stack (backend/backend_stack.h): what its buffers allocate
+/// from and hold on to.
+using Device = BackendStack;
 
 /// The current device, creating the default stack (build_default_stack) on first use.
 /// Thread-safe.
