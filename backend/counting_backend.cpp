@@ -35,45 +35,45 @@ void CountingBackend::reset_counts() {
 
 void* CountingBackend::alloc(ScalarType type, size_t count, SizeProv prov) {
   bump(n_.alloc);
-  return inner_->alloc(type, count, prov);
+  return ForwardingBackend::alloc(type, count, prov);
 }
 
 void CountingBackend::release(void* ptr) noexcept {
   bump(n_.release);
-  inner_->release(ptr);
+  ForwardingBackend::release(ptr);
 }
 
 void CountingBackend::copy(void* dst, const void* src, size_t bytes, CopyKind kind) {
   bump(n_.copy);
-  inner_->copy(dst, src, bytes, kind);
+  ForwardingBackend::copy(dst, src, bytes, kind);
 }
 
 void CountingBackend::fill(void* ptr, size_t count, uint32_t elem_size, uint64_t value) {
   bump(n_.fill);
-  inner_->fill(ptr, count, elem_size, value);
+  ForwardingBackend::fill(ptr, count, elem_size, value);
 }
 
 KernelHandle CountingBackend::compile(const KernelIR& ir) {
   bump(n_.compile);
-  return inner_->compile(ir);
+  return ForwardingBackend::compile(ir);
 }
 
 void CountingBackend::launch(const KernelHandle& kernel, size_t size, SizeProv prov,
                              std::span<const KernelArg> args) {
   bump(n_.launch);
-  inner_->launch(kernel, size, prov, args);
+  ForwardingBackend::launch(kernel, size, prov, args);
 }
 
 void CountingBackend::reduce(ReduceOp op, ScalarType type, const void* in, size_t count,
                              void* out) {
   bump(n_.reduce);
-  inner_->reduce(op, type, in, count, out);
+  ForwardingBackend::reduce(op, type, in, count, out);
 }
 
 void CountingBackend::prefix_sum(ScalarType type, bool exclusive, const void* in, size_t count,
                                  void* out) {
   bump(n_.prefix_sum);
-  inner_->prefix_sum(type, exclusive, in, count, out);
+  ForwardingBackend::prefix_sum(type, exclusive, in, count, out);
 }
 
 size_t CountingBackend::submit(const CommandList& list) {
@@ -101,22 +101,22 @@ size_t CountingBackend::submit(const CommandList& list) {
         bump(n_.release);
         break;
     }
-  return inner_->submit(list);
+  return ForwardingBackend::submit(list);
 }
 
 size_t CountingBackend::compress(const void* mask, size_t count, void* out) {
   bump(n_.compress);
-  return inner_->compress(mask, count, out);
+  return ForwardingBackend::compress(mask, count, out);
 }
 
 void CountingBackend::sync() {
   bump(n_.sync);
-  inner_->sync();
+  ForwardingBackend::sync();
 }
 
 void CountingBackend::guard(const SizeGuard& guard, bool outcome) {
   bump(n_.guard);
-  inner_->guard(guard, outcome);
+  ForwardingBackend::guard(guard, outcome);
 }
 
 }  // namespace ff

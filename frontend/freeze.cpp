@@ -58,6 +58,7 @@
 #include "frontend/recording_state.h"
 #include "recorder/freeze_section.h"
 #include "recorder/recording_backend.h"
+#include "runtime/environment.h"
 #include "tracer/variable.h"
 
 namespace ff::detail {
@@ -123,16 +124,7 @@ FreezeCore::FreezeCore(FreezeOptions options) : impl_(std::make_unique<Impl>()) 
     impl_->options.name = "frozen function #" + std::to_string(impl_->id);
   uint32_t verify_every = impl_->options.verify;
   if (!verify_every)
-    if (const char* e = std::getenv("FF_FREEZE_VERIFY"); e && *e) {
-      char* end = nullptr;
-      unsigned long n = std::strtoul(e, &end, 10);
-      if (*end || n > UINT32_MAX || e[0] == '-')
-        throw Error(
-            "FF_FREEZE_VERIFY must be a replay count (0 = off, N = every Nth replay), "
-            "not '" +
-            std::string(e) + "'");
-      verify_every = static_cast<uint32_t>(n);
-    }
+    verify_every = detail::freeze_verify_from_environment();
   impl_->verify.set_every(verify_every);
 }
 

@@ -10,6 +10,7 @@
 #include "recorder/optimize.h"
 #include "recorder/recording_backend.h"
 #include "recorder/recording_text.h"
+#include "runtime/environment.h"
 #include "tracer/variable.h"
 
 namespace ff {
@@ -117,7 +118,7 @@ Recording detail::record_scope(const std::vector<AnyArray>& inputs,
   }
   rec::ValidatedRecording data = rb.close_scope(scope, out_ptrs);
   logging::record().debug("recorded {}", data->summary());
-  if (options.optimize && rec::optimizer_enabled_by_environment()) {
+  if (options.optimize && detail::optimizer_enabled_by_environment()) {
     data = rec::optimize(data);
     logging::record().debug("optimised: {}", data->summary());
   }

@@ -8,7 +8,6 @@
 #include <cstring>
 #include <unordered_map>
 
-#include "common/env.h"
 #include "common/log.h"
 #include "freezeframe/errors.h"
 #include "recorder/launch_body.h"
@@ -715,11 +714,6 @@ void assemble(RecordingData& d, Drafts& ops) {
 }
 
 }  // namespace
-
-bool optimizer_enabled_by_environment() {
-  static const bool enabled = detail::env_switch("FF_OPTIMIZE").value_or(true);
-  return enabled;
-}
 
 ValidatedRecording optimize(const ValidatedRecording& d, const OptimizeOptions& options) {
   if (d->is_capture || !d->passes.empty())

@@ -19,10 +19,6 @@ struct OptimizeOptions {
   size_t max_fused_params = 64;
 };
 
-/// Whether recordings are optimised when they are closed: FF_OPTIMIZE=0 turns it off for the
-/// process (read once); any other value or none leaves it on.
-bool optimizer_enabled_by_environment();
-
 /// `d` with the passes run and their counts appended to its passes. A capture (inspect only)
 /// and a recording already optimised are returned as they are. The result is validated (the
 /// one check of the kernels the passes made); if a pass produced something invalid (a bug),

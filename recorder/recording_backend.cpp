@@ -167,13 +167,13 @@ ScalarType type_of_width(uint32_t bytes) {
 }  // namespace
 
 RecordingBackend::RecordingBackend(std::unique_ptr<Backend> inner, bool capture_session)
-    : inner_(std::move(inner)) {
+    : ForwardingBackend("record:", std::move(inner)) {
   if (capture_session) {
     capture_ = std::make_unique<Scope>();
     capture_->owner = this;
     capture_->capture = true;
     capture_->data.is_capture = true;
-    capture_->data.backend = inner_->name();
+    capture_->data.backend = this->inner().name();
   }
 }
 
@@ -233,7 +233,7 @@ auto RecordingBackend::forward(const char* what, F&& call) {
 Scope* RecordingBackend::open_scope(std::span<const InputBinding> inputs) {
   auto scope = std::make_unique<Scope>();
   scope->owner = this;
-  scope->data.backend = inner_->name();
+  scope->data.backend = inner().name();
   for (size_t k = 0; k < inputs.size(); ++k) {
     const InputBinding& in = inputs[k];
     // The same buffer passed twice is one slot bound to both inputs (aliasing).
@@ -292,8 +292,8 @@ RecordingData RecordingBackend::capture_snapshot() const {
 
 void* RecordingBackend::alloc(ScalarType type, size_t count, SizeProv prov) {
   if (!active())
-    return inner_->alloc(type, count, prov);
-  void* p = inner_->alloc(type, count, prov);
+    return inner().alloc(type, count, prov);
+  void* p = inner().alloc(type, count, prov);
   for_each_scope([&](Scope& s) {
     uint32_t e = add_expr(s.data, prov, s.slots, count);
     uint32_t slot = s.new_slot(type, SlotOrigin::Alloc, s.op_index(), count);
@@ -331,12 +331,12 @@ void RecordingBackend::release(void* ptr) noexcept {
       for_each_scope([&](Scope& s) { s.fail(std::string("recording a release: ") + e.what()); });
     }
   }
-  inner_->release(ptr);
+  inner().release(ptr);
 }
 
 void RecordingBackend::copy(void* dst, const void* src, size_t bytes, CopyKind kind) {
   if (!active())
-    return inner_->copy(dst, src, bytes, kind);
+    return inner().copy(dst, src, bytes, kind);
   // Validate first: a refused copy must have no effect.
   for_each_scope([&](Scope& s) {
     if (s.capture)
@@ -361,7 +361,7 @@ void RecordingBackend::copy(void* dst, const void* src, size_t bytes, CopyKind k
                       " before anything wrote it");
     }
   });
-  forward("copy", [&] { inner_->copy(dst, src, bytes, kind); });
+  forward("copy", [&] { inner().copy(dst, src, bytes, kind); });
   for_each_scope([&](Scope& s) {
     Op op;
     op.code = OpCode::Copy;
@@ -411,14 +411,14 @@ void RecordingBackend::copy(void* dst, const void* src, size_t bytes, CopyKind k
 
 void RecordingBackend::fill(void* ptr, size_t count, uint32_t elem_size, uint64_t value) {
   if (!active())
-    return inner_->fill(ptr, count, elem_size, value);
+    return inner().fill(ptr, count, elem_size, value);
   for_each_scope([&](Scope& s) {
     if (!s.capture && !s.slots.find(ptr))
       throw Refusal(
           "a fill writes to a buffer that is neither an input nor created inside "
           "the recording");
   });
-  forward("fill", [&] { inner_->fill(ptr, count, elem_size, value); });
+  forward("fill", [&] { inner().fill(ptr, count, elem_size, value); });
   for_each_scope([&](Scope& s) {
     auto d = s.resolve(ptr, type_of_width(elem_size), count * elem_size);
     Op op;
@@ -440,7 +440,7 @@ void RecordingBackend::fill(void* ptr, size_t count, uint32_t elem_size, uint64_
 void RecordingBackend::launch(const KernelHandle& kernel, size_t size, SizeProv prov,
                               std::span<const KernelArg> args) {
   if (!active())
-    return inner_->launch(kernel, size, prov, args);
+    return inner().launch(kernel, size, prov, args);
   const KernelIR& ir = kernel->ir();
   if (args.size() != ir.params.size())  // as the backend below would refuse it
     throw BackendError("launch: " + std::to_string(args.size()) + " arguments for a kernel with " +
@@ -466,7 +466,7 @@ void RecordingBackend::launch(const KernelHandle& kernel, size_t size, SizeProv 
                       " before anything wrote it (its parameter " + std::to_string(i) + ")");
     }
   });
-  forward("launch", [&] { inner_->launch(kernel, size, prov, args); });
+  forward("launch", [&] { inner().launch(kernel, size, prov, args); });
   for_each_scope([&](Scope& s) {
     Op op;
     op.code = OpCode::Launch;
@@ -549,9 +549,9 @@ static auto record_whole_array_op(Scope& s, OpCode code, ScalarType type, const 
 void RecordingBackend::reduce(ReduceOp rop, ScalarType type, const void* in, size_t count,
                               void* out) {
   if (!active())
-    return inner_->reduce(rop, type, in, count, out);
+    return inner().reduce(rop, type, in, count, out);
   for_each_scope([&](Scope& s) { check_whole_array_op(s, "reduce", in, out); });
-  forward("reduce", [&] { inner_->reduce(rop, type, in, count, out); });
+  forward("reduce", [&] { inner().reduce(rop, type, in, count, out); });
   for_each_scope([&](Scope& s) {
     auto [op, live] = record_whole_array_op(s, OpCode::Reduce, type, in, count, out, 1);
     op->sub = static_cast<uint8_t>(rop);
@@ -562,9 +562,9 @@ void RecordingBackend::reduce(ReduceOp rop, ScalarType type, const void* in, siz
 void RecordingBackend::prefix_sum(ScalarType type, bool exclusive, const void* in, size_t count,
                                   void* out) {
   if (!active())
-    return inner_->prefix_sum(type, exclusive, in, count, out);
+    return inner().prefix_sum(type, exclusive, in, count, out);
   for_each_scope([&](Scope& s) { check_whole_array_op(s, "prefix_sum", in, out); });
-  forward("prefix_sum", [&] { inner_->prefix_sum(type, exclusive, in, count, out); });
+  forward("prefix_sum", [&] { inner().prefix_sum(type, exclusive, in, count, out); });
   for_each_scope([&](Scope& s) {
     auto [op, live] = record_whole_array_op(s, OpCode::PrefixSum, type, in, count, out, count);
     op->flag = exclusive ? 1 : 0;
@@ -574,9 +574,9 @@ void RecordingBackend::prefix_sum(ScalarType type, bool exclusive, const void* i
 
 size_t RecordingBackend::compress(const void* mask, size_t count, void* out) {
   if (!active())
-    return inner_->compress(mask, count, out);
+    return inner().compress(mask, count, out);
   for_each_scope([&](Scope& s) { check_whole_array_op(s, "compress", mask, out); });
-  size_t n = forward("compress", [&] { return inner_->compress(mask, count, out); });
+  size_t n = forward("compress", [&] { return inner().compress(mask, count, out); });
   for_each_scope([&](Scope& s) {
     auto h = s.resolve(mask, ScalarType::Bool, count);
     auto d = s.resolve(out, ScalarType::UInt32, count * 4);
@@ -601,7 +601,7 @@ size_t RecordingBackend::compress(const void* mask, size_t count, void* out) {
 }
 
 void RecordingBackend::sync() {
-  inner_->sync();
+  inner().sync();
   if (!active())
     return;
   for_each_scope([&](Scope& s) {
@@ -626,19 +626,19 @@ std::string RecordingBackend::describe_buffer(const void* ptr) const {
       name += " + " + std::to_string(hit->offset) + " bytes";
     return name;
   }
-  return inner_->describe_buffer(ptr);
+  return inner().describe_buffer(ptr);
 }
 
 void RecordingBackend::guard(const SizeGuard& g, bool outcome) {
   if (!active())
-    return inner_->guard(g, outcome);
+    return inner().guard(g, outcome);
   // A guard compares two real expressions; one that cannot be expressed would be a
   // meaningless check at replay, so it is refused here, where the decision was made.
   if (g.lhs.empty() || g.rhs.empty())
     throw Refusal(std::string("the size decision '") + (g.what ? g.what : "") +
                   "' has no expression on its " + (g.lhs.empty() ? "left" : "right") +
                   " side and cannot be checked at replay");
-  inner_->guard(g, outcome);
+  inner().guard(g, outcome);
   for_each_scope([&](Scope& s) {
     Guard r;
     r.cmp = g.cmp;

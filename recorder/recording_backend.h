@@ -1,12 +1,13 @@
-// RecordingBackend ("record:"): a Backend that wraps another, forwards every call, and while a
-// recording scope is open on the calling thread appends what it saw to a Recording.
+// RecordingBackend ("record:"): a Backend that wraps another, forwards every call
+// (ForwardingBackend), and while a recording scope is open on the calling thread appends what
+// it saw to a Recording.
 #pragma once
 
 #include <memory>
 #include <mutex>
 #include <span>
 
-#include "backend/backend.h"
+#include "backend/forwarding_backend.h"
 #include "freezeframe/errors.h"
 #include "recorder/recording.h"
 
@@ -29,13 +30,11 @@ struct InputBinding {
   uint64_t size;  // logical element count
 };
 
-class RecordingBackend final : public Backend {
+class RecordingBackend final : public ForwardingBackend {
  public:
   /// `capture_session`: record everything every thread does (ff::init("record:llvm")).
   RecordingBackend(std::unique_ptr<Backend> inner, bool capture_session);
   ~RecordingBackend() override;
-
-  Backend& inner() { return *inner_; }
 
   /// Opens a scope on the calling thread. Scopes nest: every open scope on the thread records
   /// each op. Returns a token for close/abort.
@@ -58,26 +57,14 @@ class RecordingBackend final : public Backend {
 
   bool is_capturing() const { return capture_ != nullptr; }
 
-  std::string name() const override { return "record:" + inner_->name(); }
-
   void* alloc(ScalarType type, size_t count, SizeProv prov) override;
   void release(void* ptr) noexcept override;
   void copy(void* dst, const void* src, size_t bytes, CopyKind kind) override;
   void fill(void* ptr, size_t count, uint32_t elem_size, uint64_t value) override;
 
-  KernelHandle compile(const KernelIR& ir) override { return inner_->compile(ir); }
-
-  void flush_kernels() override { inner_->flush_kernels(); }
-
-  BackendStats stats() const override { return inner_->stats(); }
-
-  uint64_t kernel_generation() const override { return inner_->kernel_generation(); }
-
   bool recording_scope_open() const override {
-    return scope_open() || inner_->recording_scope_open();
+    return scope_open() || inner().recording_scope_open();
   }
-
-  void reset_peak() override { inner_->reset_peak(); }
 
   void launch(const KernelHandle& kernel, size_t size, SizeProv prov,
               std::span<const KernelArg> args) override;
@@ -87,8 +74,6 @@ class RecordingBackend final : public Backend {
   size_t compress(const void* mask, size_t count, void* out) override;
   void sync() override;
 
-  void stop_background_work() noexcept override { inner_->stop_background_work(); }
-
   std::string describe_buffer(const void* ptr) const override;
 
   void guard(const SizeGuard& guard, bool outcome) override;
@@ -96,11 +81,11 @@ class RecordingBackend final : public Backend {
   /// A batch passes through to the inner backend when nothing is recorded on this thread;
   /// otherwise it runs op by op through this recorder, which records each operation.
   size_t submit(const CommandList& list) override {
-    return active() ? Backend::submit(list) : inner_->submit(list);
+    return active() ? Backend::submit(list) : inner().submit(list);
   }
 
   bool prefers_command_lists() const override {
-    return !active() && inner_->prefers_command_lists();
+    return !active() && inner().prefers_command_lists();
   }
 
  private:
@@ -111,7 +96,6 @@ class RecordingBackend final : public Backend {
   auto forward(const char* what, F&& call);
   bool active() const;
 
-  std::unique_ptr<Backend> inner_;
   std::unique_ptr<Scope> capture_;  // session capture, shared by every thread
   mutable std::mutex capture_mutex_;
 };

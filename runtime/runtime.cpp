@@ -1,14 +1,15 @@
 // The public start-up API: init/shutdown, flags, log level, statistics. It reads the
-// environment (FF_BACKEND, FF_LOG_LEVEL, FF_DEBUG, FF_THREADS, FF_CACHE_DIR, FF_CACHE_MAX_MB,
-// FF_CAPTURE) and builds stacks through the registry, then hands them to the tracer's device
-// slot. A capturing stack ("record:llvm") with FF_CAPTURE set writes its recording when it is
-// shut down or replaced, or at process exit if that never came.
+// environment (FF_BACKEND, FF_LOG_LEVEL, FF_DEBUG, FF_THREADS, FF_CAPTURE here; the backend
+// options in environment.cpp) and builds stacks through the registry, then hands them to the
+// tracer's device slot: ff::init explicitly, or the tracer's first use before any ff::init
+// (build_default_stack, which the tracer calls: nothing is registered at load time). A capturing
+// stack ("record:llvm") with FF_CAPTURE set writes its recording when it is shut down or replaced,
+// or at process exit if that never came.
 #include <cmath>
 #include <cstdlib>
 #include <mutex>
 #include <string>
 
-#include "common/env.h"
 #include "common/file_io.h"
 #include "common/log.h"
 #include "freezeframe/errors.h"
@@ -16,17 +17,13 @@
 #include "recorder/format_writer.h"
 #include "recorder/recording_backend.h"
 #include "registry/backend_registry.h"
+#include "runtime/environment.h"
 #include "tracer/device.h"
 #include "tracer/variable.h"
 
 namespace ff {
 namespace detail {
 namespace {
-
-std::string env_or(const char* name, const char* fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : fallback;
-}
 
 // FF_CAPTURE: where the current capturing stack writes its recording (empty: nowhere).
 std::mutex g_capture_mutex;
@@ -70,40 +67,11 @@ void write_capture_at_exit() {
   write_current_capture();
 }
 
-/// The on-disk kernel cache from FF_CACHE_DIR ("off", a directory, or unset: the XDG cache
-/// directory) and FF_CACHE_MAX_MB.
-void configure_disk_cache(BackendOptions& o) {
-  std::string dir = env_or("FF_CACHE_DIR", "");
-  if (dir.empty()) {
-    if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg == '/')
-      dir = std::string(xdg) + "/freezeframe";
-    else if (const char* home = std::getenv("HOME"); home && *home)
-      dir = std::string(home) + "/.cache/freezeframe";
-  } else if (dir == "off") {
-    dir.clear();
-  }
-  o.kernel_cache_dir = dir;
-  if (const char* mb = std::getenv("FF_CACHE_MAX_MB"); mb && *mb) {
-    char* end = nullptr;
-    double v = std::strtod(mb, &end);
-    if (*end != '\0' || !(v >= 0) || !std::isfinite(v) || v > 1e12)
-      logging::backend().warn("FF_CACHE_MAX_MB='{}' is not a size in MB; keeping {} MB", mb,
-                              o.kernel_cache_max_bytes >> 20);
-    else
-      o.kernel_cache_max_bytes = static_cast<uint64_t>(v * 1048576.0);
-  }
-  if (dir.empty())
-    logging::backend().info("on-disk kernel cache: off");
-  else
-    logging::backend().info("on-disk kernel cache: '{}' (at most {} MB)", dir,
-                            o.kernel_cache_max_bytes >> 20);
-}
-
 /// Threads for the CPU backend: the explicit option, else FF_THREADS, else 0 (every core).
 unsigned thread_count(const InitOptions& init) {
   if (init.threads)
     return init.threads;
-  std::string env = env_or("FF_THREADS", "");
+  std::string env = env_string("FF_THREADS");
   if (env.empty())
     return 0;
   char* end = nullptr;
@@ -115,18 +83,20 @@ unsigned thread_count(const InitOptions& init) {
 
 std::unique_ptr<Backend> build_stack(std::string_view spec, const InitOptions& init = {}) {
   watch_for_process_exit();
-  std::string chosen = spec.empty() ? env_or("FF_BACKEND", "llvm") : std::string(spec);
-  if (const char* lvl = std::getenv("FF_LOG_LEVEL"); lvl && *lvl)
+  std::string chosen = spec.empty() ? env_string("FF_BACKEND") : std::string(spec);
+  if (chosen.empty())
+    chosen = "llvm";
+  if (std::string lvl = env_string("FF_LOG_LEVEL"); !lvl.empty())
     logging::apply_level_spec(lvl);
   if (env_switch("FF_DEBUG").value_or(false))
     set_flag_value(Flag::Debug, true);
-  BackendOptions options;
-  options.n_threads = thread_count(init);
-  configure_disk_cache(options);
+  unsigned threads = thread_count(init);
+  BackendOptions options = environment_backend_options();
+  options.n_threads = threads;
   auto backend = backend_registry().create(chosen, options);
   logging::tracer().info("initialised backend stack '{}'{}", backend->name(),
                          debug_checks() ? " with range checks (FF_DEBUG)" : "");
-  std::string capture = env_or("FF_CAPTURE", "");
+  std::string capture = env_string("FF_CAPTURE");
   auto* rb = dynamic_cast<rec::RecordingBackend*>(backend.get());
   if (!capture.empty() && rb && rb->is_capturing()) {
     static std::once_flag at_exit;
@@ -142,15 +112,13 @@ std::unique_ptr<Backend> build_stack(std::string_view spec, const InitOptions& i
   return backend;
 }
 
+}  // namespace
+
+// Declared by the tracer (tracer/device.h), which calls it on its first use before any
+// ff::init: ff::init()'s stack.
 std::unique_ptr<Backend> build_default_stack() {
   return build_stack({});
 }
-
-// The tracer builds the default stack on first use without linking the registry: the
-// factory is handed down when the library loads (before any user code can make an array).
-const bool g_factory_registered = (set_default_stack_factory(&build_default_stack), true);
-
-}  // namespace
 }  // namespace detail
 
 void init(std::string_view spec) {

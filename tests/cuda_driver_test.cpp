@@ -16,6 +16,7 @@
 #include "backend/cuda/cuda_context.h"
 #include "cuda/fake_driver.h"
 #include "cuda/ptxas.h"
+#include "runtime/environment.h"
 
 using namespace ff::cuda_backend;
 using Catch::Matchers::Contains;
@@ -78,7 +79,7 @@ struct EnvVar {
 
 TEST_CASE("init(\"cuda\") without a usable driver raises BackendError saying what is missing",
           "[cuda_host][driver]") {
-  CudaProbe probe = probe_cuda();
+  CudaProbe probe = probe_cuda(ff::detail::environment_backend_options());
   if (probe.reason == Unavailable::None) {
     WARN("this machine has a usable CUDA device: nothing to check");
     return;
@@ -156,19 +157,20 @@ TEST_CASE("no device, and FF_CUDA_DEVICE naming a device that does not exist",
   EnvVar lib("FF_CUDA_DRIVER_LIBRARY", fake);
   {
     EnvVar count("FF_FAKE_DEVICE_COUNT", "0");
-    CHECK(probe_cuda().reason == Unavailable::NoDevice);
+    CHECK(probe_cuda(ff::detail::environment_backend_options()).reason == Unavailable::NoDevice);
     REQUIRE_THROWS_AS(ff::init("cuda"), ff::BackendError);
     REQUIRE_THROWS_WITH(ff::init("cuda"), Contains("no CUDA device"));
   }
   {
     EnvVar count("FF_FAKE_DEVICE_COUNT", "2");
     EnvVar device("FF_CUDA_DEVICE", "5");
-    CHECK(probe_cuda().reason == Unavailable::BadDeviceIndex);
+    CHECK(probe_cuda(ff::detail::environment_backend_options()).reason ==
+          Unavailable::BadDeviceIndex);
     REQUIRE_THROWS_WITH(ff::init("cuda"), Contains("FF_CUDA_DEVICE=5") && Contains("only 2"));
   }
   {
     EnvVar device("FF_CUDA_DEVICE", "first");
-    CHECK_THROWS_AS(cuda_device_from_env(), CudaUnavailableError);
+    CHECK_THROWS_AS(cuda_options(ff::detail::environment_backend_options()), CudaUnavailableError);
     REQUIRE_THROWS_WITH(ff::init("cuda"), Contains("not a device number"));
   }
   ff::shutdown();

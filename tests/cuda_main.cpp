@@ -19,6 +19,7 @@
 #include "backend/cuda/cuda_driver.h"
 #include "cuda/fake_driver.h"
 #include "registry/backend_registry.h"
+#include "runtime/environment.h"
 
 int main(int argc, char* argv[]) {
   ff::set_log_level(ff::LogLevel::Warn);
@@ -28,7 +29,8 @@ int main(int argc, char* argv[]) {
     listing = listing || std::string(argv[i]).rfind("--list", 0) == 0;
 #ifdef FF_CUDA_TESTS_ON_GPU
   if (!listing) {
-    ff::cuda_backend::CudaProbe probe = ff::cuda_backend::probe_cuda();
+    ff::cuda_backend::CudaProbe probe =
+        ff::cuda_backend::probe_cuda(ff::detail::environment_backend_options());
     if (probe.reason != ff::cuda_backend::Unavailable::None) {
       const char* req = std::getenv("FF_REQUIRE_CUDA");
       if (req && *req && std::string(req) != "0") {
@@ -46,8 +48,7 @@ int main(int argc, char* argv[]) {
       [](const ff::BackendOptions&, std::unique_ptr<ff::Backend>) {
         ff::cuda_backend::CudaOptions o;
         o.driver = ffcuda::fake_driver();
-        const char* graphs = std::getenv("FF_CUDA_GRAPHS");  // as the real factory reads it
-        o.graphs = !(graphs && std::string(graphs) == "0");
+        o.graphs = ff::detail::environment_backend_options().cuda_graphs;  // as ff::init reads it
         return ff::cuda_backend::create_cuda_backend(o);
       },
       false);

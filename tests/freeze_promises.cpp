@@ -10,8 +10,8 @@
 #include <string>
 #include <tuple>
 
-#include "common/env.h"
 #include "common/log.h"
+#include "runtime/environment.h"
 #include "support/freeze_check.h"
 #include "support/log_capture.h"
 #include "support/temp_file.h"

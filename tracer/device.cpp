@@ -15,7 +15,6 @@ namespace {
 std::mutex g_mutex;
 std::shared_ptr<Device> g_device;             // guarded by g_mutex for writes
 std::atomic<Device*> g_device_fast{nullptr};  // lock-free read path
-std::atomic<StackFactory> g_default_factory{nullptr};
 std::atomic<bool> g_flags[2] = {true, false};
 // Every stack ever created, current or not: arrays kept past shutdown() keep theirs alive,
 // and its background compiles must stop at exit too (ExitWatch).
@@ -53,17 +52,6 @@ void install_locked(std::shared_ptr<Device> device) {
 
 }  // namespace
 
-Backend& Device::decorate(
-    const std::function<bool(Backend&)>& keep,
-    const std::function<std::unique_ptr<Backend>(std::unique_ptr<Backend>)>& decorate) {
-  std::lock_guard lock(mutex_);
-  if (keep(*owner_))
-    return *owner_;
-  owner_ = decorate(std::move(owner_));
-  top_.store(owner_.get(), std::memory_order_release);
-  return *owner_;
-}
-
 // This thread's reference to the current stack (a thread impersonating another's table keeps
 // using its own).
 static thread_local std::shared_ptr<Device> t_device;
@@ -75,18 +63,11 @@ const std::shared_ptr<Device>& current_device() {
     return mine;
   std::lock_guard lock(g_mutex);
   if (!g_device) {
-    StackFactory factory = g_default_factory.load();
-    if (!factory)
-      throw Error("freezeframe has no backend stack: the runtime did not register its factory");
     watch_for_process_exit();
-    install_locked(std::make_shared<Device>(factory()));
+    install_locked(std::make_shared<Device>(build_default_stack()));
   }
   mine = g_device;
   return mine;
-}
-
-void set_default_stack_factory(StackFactory factory) {
-  g_default_factory = factory;
 }
 
 void replace_device(const std::function<std::shared_ptr<Device>()>& build) {

@@ -1,6 +1,7 @@
-// The backend stack the tracer talks to (a Device), the current one, and process-wide flags.
-// The runtime (runtime/) builds stacks and installs them here; the tracer only asks for the
-// current top on every call instead of caching a Backend&.
+// The tracer's slot for the current backend stack (a Device), and process-wide flags. The stack
+// itself (backend/backend_stack.h) is not the tracer's: the runtime (runtime/) builds stacks and
+// installs them here (replace_device, called by ff::init and ff::shutdown). The tracer only asks
+// for the current top on every call instead of caching a Backend&.
 #pragma once
 
 #include <atomic>
@@ -9,40 +10,18 @@
 #include <mutex>
 
 #include "backend/backend.h"
+#include "backend/backend_stack.h"
 #include "freezeframe/init.h"
 
 namespace ff::detail {
 
-/// Owns the backend stack. Buffers hold a shared_ptr to it, so a stack outlives shutdown()
-/// until the last array that allocated from it is gone. The top can be decorated later (a
-/// recorder inserted on demand); threads already using the old top keep a valid backend,
-/// since the decorator owns it.
-class Device {
- public:
-  explicit Device(std::unique_ptr<Backend> b) : owner_(std::move(b)), top_(owner_.get()) {}
+/// The tracer's name for a backend stack (backend/backend_stack.h): what its buffers allocate
+/// from and hold on to.
+using Device = BackendStack;
 
-  Backend& backend() const { return *top_.load(std::memory_order_acquire); }
-
-  /// Replaces the top with `decorate(old top)` unless `keep(top)` says it already fits.
-  /// Returns the (new or kept) top.
-  Backend& decorate(
-      const std::function<bool(Backend&)>& keep,
-      const std::function<std::unique_ptr<Backend>(std::unique_ptr<Backend>)>& decorate);
-
- private:
-  std::mutex mutex_;
-  std::unique_ptr<Backend> owner_;
-  std::atomic<Backend*> top_;
-};
-
-/// The current device, creating the default stack (default_stack_factory) on first use.
+/// The current device, creating the default stack (build_default_stack) on first use.
 /// Thread-safe.
 const std::shared_ptr<Device>& current_device();
-
-/// Builds the stack used when arrays are touched before ff::init(); the runtime installs it
-/// at load time (the tracer must not link the registry, which sits above it).
-using StackFactory = std::unique_ptr<Backend> (*)();
-void set_default_stack_factory(StackFactory factory);
 
 /// Makes `device` current (null: none, the next use builds the default stack). Runs under
 /// the lock that current_device() takes on its slow path; `build` is called under it too.
@@ -65,6 +44,20 @@ void set_flag_value(Flag f, bool value);
 inline bool debug_checks() {
   return flag_value(Flag::Debug);
 }
+
+// What the tracer needs from the runtime before anyone could hand it down: arrays may be made
+// before ff::init(), so the tracer asks. Declared here, defined in runtime/: plain functions
+// the linker resolves, not hooks a static initialiser registers (no load-time registration,
+// which a static library's linker may drop and which runs in no defined order).
+
+/// Builds the stack used when arrays are touched before ff::init() (ff::init()'s stack:
+/// FF_BACKEND, default llvm). Defined in runtime/runtime.cpp.
+std::unique_ptr<Backend> build_default_stack();
+
+/// Whether the tracer's cross-thread handshake may use membarrier(2) (FF_ASYMMETRIC_FENCES=0
+/// says no). Asked once, when the first thread table is made. Defined in
+/// runtime/environment.cpp.
+bool asymmetric_fences_allowed();
 
 /// Makes the calling thread, if it is the main thread, stop the backend's background work
 /// when it exits: see ExitWatch in device.cpp. Cheap after the first call on a thread.

@@ -30,7 +30,7 @@ bool register_membarrier() {
 #if defined(__SANITIZE_THREAD__)
   return false;
 #else
-  if (const char* e = std::getenv("FF_ASYMMETRIC_FENCES"); e && std::string(e) == "0")
+  if (!asymmetric_fences_allowed())
     return false;
   long cmds = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
   if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED))
@@ -98,11 +98,15 @@ struct StateHolder {
 
 }  // namespace
 
-bool g_asymmetric_fences = register_membarrier();
+// Decided when the first thread table is made (create_thread_table), before any thread can
+// enter a window or take another's table: both need a table, and every table is made after it.
+bool g_asymmetric_fences = false;
 
 TracerState& create_thread_table() {
   if (t_state_dead)
     throw Error("freezeframe used on a thread after its tracing state was destroyed");
+  static const bool fences_decided = (g_asymmetric_fences = register_membarrier(), true);
+  (void)fences_decided;
   thread_local StateHolder holder;
   watch_for_process_exit();
   auto table = std::make_shared<TracerState>();

@@ -48,9 +48,8 @@ void StreamSink::kernel(CUfunction fn, unsigned grid, unsigned block,
 }
 
 CudaBackend::CudaBackend(const CudaOptions& options) : target_(options.target) {
-  auto driver = options.driver ? options.driver : Driver::shared();
-  int device = options.device >= 0 ? options.device : cuda_device_from_env();
-  ctx_ = std::make_shared<const CudaContext>(driver, device);
+  auto driver = options.driver ? options.driver : Driver::shared(options.driver_library);
+  ctx_ = std::make_shared<const CudaContext>(driver, options.device);
   ctx_->bind();
   stream_ = std::make_unique<Stream>(ctx_);
   alloc_ = std::make_unique<DeviceAllocator>(ctx_, [this] { stream_->synchronize(); });
@@ -444,11 +443,20 @@ std::unique_ptr<Backend> create_cuda_backend(const CudaOptions& options) {
 
 }  // namespace cuda_backend
 
-std::unique_ptr<Backend> create_cuda_backend(const BackendOptions&) {
-  cuda_backend::CudaOptions o;
-  const char* graphs = std::getenv("FF_CUDA_GRAPHS");  // "0": replay op by op
-  o.graphs = !(graphs && std::string(graphs) == "0");
-  return cuda_backend::create_cuda_backend(o);
+namespace cuda_backend {
+
+CudaOptions cuda_options(const BackendOptions& options) {
+  CudaOptions o;
+  o.device = cuda_device_ordinal(options.cuda_device);
+  o.driver_library = options.cuda_driver_library;
+  o.graphs = options.cuda_graphs;
+  return o;
+}
+
+}  // namespace cuda_backend
+
+std::unique_ptr<Backend> create_cuda_backend(const BackendOptions& options) {
+  return cuda_backend::create_cuda_backend(cuda_backend::cuda_options(options));
 }
 
 }  // namespace ff

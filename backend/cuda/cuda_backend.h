@@ -14,7 +14,8 @@
 
 namespace ff {
 
-/// Creates the "cuda" backend on device FF_CUDA_DEVICE (default 0). Throws ff::BackendError
+/// Creates the "cuda" backend on device options.cuda_device (FF_CUDA_DEVICE, default 0), with the
+/// driver options.cuda_driver_library names (FF_CUDA_DRIVER_LIBRARY). Throws ff::BackendError
 /// (a cuda_backend::CudaUnavailableError) naming what is missing when the driver or the device
 /// cannot be used.
 std::unique_ptr<Backend> create_cuda_backend(const BackendOptions& options);
@@ -24,11 +25,17 @@ namespace cuda_backend {
 class Driver;
 
 struct CudaOptions {
-  int device = -1;                       // -1: FF_CUDA_DEVICE, default 0
+  int device = 0;                        // the device ordinal
   std::shared_ptr<const Driver> driver;  // null: the process-wide driver (Driver::shared())
+  std::string driver_library;            // with driver null: the library Driver::shared() opens
   PtxTarget target;                      // what generated PTX is written for
   bool graphs = true;                    // run replays as CUDA graphs where the driver can
 };
+
+/// The cuda options `options` ask for: the device (parsed from options.cuda_device; throws
+/// CudaUnavailableError, BadDeviceIndex, for one that is not a device number), the driver
+/// library and graphs.
+CudaOptions cuda_options(const BackendOptions& options);
 
 /// Creates the backend with explicit options (tests, benchmarks).
 std::unique_ptr<Backend> create_cuda_backend(const CudaOptions& options);

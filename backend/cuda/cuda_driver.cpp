@@ -127,14 +127,13 @@ std::shared_ptr<const Driver> Driver::open(const std::string& library) {
   return d;
 }
 
-std::shared_ptr<const Driver> Driver::shared() {
+std::shared_ptr<const Driver> Driver::shared(const std::string& library) {
   static std::mutex mutex;
   // Never destroyed: the driver stays loaded until the process ends.
   static auto* loaded = new std::shared_ptr<const Driver>();
   std::lock_guard lock(mutex);
   if (!*loaded) {
-    const char* name = std::getenv("FF_CUDA_DRIVER_LIBRARY");
-    *loaded = open(name && *name ? name : "libcuda.so.1");
+    *loaded = open(library.empty() ? "libcuda.so.1" : library);
     logging::cuda().info("cuda backend: driver {} (CUDA {})", (*loaded)->origin(),
                          version_text((*loaded)->version()));
   }
@@ -171,23 +170,22 @@ void Driver::log_failure(CUresult code, const char* call) const noexcept {
   }
 }
 
-int cuda_device_from_env() {
-  const char* v = std::getenv("FF_CUDA_DEVICE");
-  if (!v || !*v)
+int cuda_device_ordinal(const std::string& spec) {
+  if (spec.empty())
     return 0;
   char* end = nullptr;
-  long n = std::strtol(v, &end, 10);
+  long n = std::strtol(spec.c_str(), &end, 10);
   if (*end != '\0' || n < 0 || n > 1 << 20)
     throw CudaUnavailableError(
         Unavailable::BadDeviceIndex,
-        std::string("cuda backend: FF_CUDA_DEVICE='") + v + "' is not a device number (0, 1, ...)");
+        "cuda backend: FF_CUDA_DEVICE='" + spec + "' is not a device number (0, 1, ...)");
   return static_cast<int>(n);
 }
 
-CudaProbe probe_cuda() {
+CudaProbe probe_cuda(const BackendOptions& options) {
   try {
-    auto driver = Driver::shared();
-    int ordinal = cuda_device_from_env();
+    auto driver = Driver::shared(options.cuda_driver_library);
+    int ordinal = cuda_device_ordinal(options.cuda_device);
     int count = 0;
     CUresult r = driver->api().cuDeviceGetCount(&count);
     if (r == CUDA_ERROR_NO_DEVICE || (r == CUDA_SUCCESS && count == 0))

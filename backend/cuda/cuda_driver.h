@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "backend/backend_options.h"
 #include "backend/cuda/cuda_api.h"
 #include "freezeframe/errors.h"
 
@@ -69,10 +70,11 @@ class Driver {
   /// toolkit's stub library, a driver too old, or cuInit failing otherwise.
   static std::shared_ptr<const Driver> open(const std::string& library);
 
-  /// The process-wide driver from "libcuda.so.1" (FF_CUDA_DRIVER_LIBRARY overrides the name,
-  /// for tests): opened on first success and kept for the life of the process (unloading the
-  /// driver under its own threads is unsafe). Failures are not cached. Thread-safe.
-  static std::shared_ptr<const Driver> shared();
+  /// The process-wide driver from `library` (empty: "libcuda.so.1"; FF_CUDA_DRIVER_LIBRARY
+  /// names another, for tests): opened on first success and kept for the life of the process
+  /// (unloading the driver under its own threads is unsafe), so a later call gets that one
+  /// whatever it names. Failures are not cached. Thread-safe.
+  static std::shared_ptr<const Driver> shared(const std::string& library);
 
   /// A driver whose entry points the caller provides (tests: a fake driver table). Nothing is
   /// loaded and cuInit is not called.
@@ -116,17 +118,17 @@ class Driver {
 };
 
 /// What a caller needs to decide whether the CUDA backend can run here: the reason it cannot
-/// (None when it can) and a message. Opens the shared driver and counts devices; FF_CUDA_DEVICE
-/// selects the device (default 0).
+/// (None when it can) and a message. Opens the shared driver (options.cuda_driver_library) and
+/// counts devices; options.cuda_device (FF_CUDA_DEVICE) selects the device (default 0).
 struct CudaProbe {
   Unavailable reason = Unavailable::None;
   std::string message;
 };
 
-CudaProbe probe_cuda();
+CudaProbe probe_cuda(const BackendOptions& options);
 
-/// The device ordinal FF_CUDA_DEVICE selects (default 0). Throws CudaUnavailableError
-/// (BadDeviceIndex) for a value that is not a non-negative integer.
-int cuda_device_from_env();
+/// The device ordinal `spec` (FF_CUDA_DEVICE as written) selects ("": 0). Throws
+/// CudaUnavailableError (BadDeviceIndex) for a value that is not a non-negative integer.
+int cuda_device_ordinal(const std::string& spec);
 
 }  // namespace ff::cuda_backend

@@ -9,6 +9,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_driver.h"
 #include "cuda/fake_driver.h"
+#include "runtime/environment.h"
 
 namespace ffcuda {
 
@@ -23,7 +24,8 @@ bool real_gpu() {
 bool require_cuda() {
   if (!real_gpu())
     return true;
-  static const ff::cuda_backend::CudaProbe probe = ff::cuda_backend::probe_cuda();
+  static const ff::cuda_backend::CudaProbe probe =
+      ff::cuda_backend::probe_cuda(ff::detail::environment_backend_options());
   if (probe.reason == ff::cuda_backend::Unavailable::None)
     return true;
   const char* req = std::getenv("FF_REQUIRE_CUDA");
@@ -34,7 +36,8 @@ bool require_cuda() {
 }
 
 std::unique_ptr<ff::Backend> make_cuda_backend() {
-  ff::cuda_backend::CudaOptions o;
+  ff::cuda_backend::CudaOptions o =
+      ff::cuda_backend::cuda_options(ff::detail::environment_backend_options());
   if (!real_gpu())
     o.driver = fake_driver();
   return ff::cuda_backend::create_cuda_backend(o);

@@ -21,6 +21,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_driver.h"
 #include "registry/backend_registry.h"
+#include "runtime/environment.h"
 
 namespace {
 
@@ -185,7 +186,8 @@ Bandwidth bandwidth(size_t n, int rounds) {
 int main(int argc, char** argv) {
   bool quick = argc > 1 && std::string(argv[1]) == "--quick";
   ff::set_log_level(ff::LogLevel::Warn);
-  ff::cuda_backend::CudaProbe probe = ff::cuda_backend::probe_cuda();
+  ff::cuda_backend::CudaProbe probe =
+      ff::cuda_backend::probe_cuda(ff::detail::environment_backend_options());
   if (probe.reason != ff::cuda_backend::Unavailable::None) {
     std::cout << "skipped: no CUDA device (" << probe.message << ")\n";
     return std::getenv("FF_REQUIRE_CUDA") ? 1 : 0;
