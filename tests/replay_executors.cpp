@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backend/command_list.h"
+#include "backend/forwarding_backend.h"
 #include "backend/llvm/llvm_backend.h"
 #include "frontend/recording_state.h"
 #include "replay/replay_plan.h"
@@ -28,18 +29,18 @@ using namespace ff;
 // order ("b3+16"), so logs of different replays compare. `batches` answers
 // prefers_command_lists(); submit() is Backend's op-by-op default, so a batched replay's work
 // is logged too, command by command.
-class LoggingBackend final : public Backend {
+class LoggingBackend final : public ForwardingBackend {
  public:
   explicit LoggingBackend(bool batches, std::vector<std::string>& log)
-      : inner_(create_llvm_backend(BackendOptions{})), batches_(batches), log_(log) {}
+      : ForwardingBackend("logging:", create_llvm_backend(BackendOptions{})),
+        batches_(batches),
+        log_(log) {}
 
   size_t submits = 0;
   std::vector<std::string> allocs;  // "Float32 x 8", in allocation order
 
-  std::string name() const override { return "logging:" + inner_->name(); }
-
   void* alloc(ScalarType type, size_t count, SizeProv prov) override {
-    void* p = inner_->alloc(type, count, prov);
+    void* p = inner().alloc(type, count, prov);
     buffers_[reinterpret_cast<uintptr_t>(p)] = {next_++, count * size_of(type)};
     allocs.push_back(std::string(to_string(type)) + " x " + std::to_string(count));
     return p;
@@ -48,31 +49,21 @@ class LoggingBackend final : public Backend {
   void release(void* ptr) noexcept override {
     log_.push_back("release " + name_of(ptr));
     buffers_.erase(reinterpret_cast<uintptr_t>(ptr));
-    inner_->release(ptr);
+    inner().release(ptr);
   }
 
   void copy(void* dst, const void* src, size_t bytes, CopyKind kind) override {
     log_.push_back(std::string("copy ") + to_string(kind) + " " + name_of(dst) + " " +
                    (kind == CopyKind::HostToDevice ? "host" : name_of(src)) + " " +
                    std::to_string(bytes));
-    inner_->copy(dst, src, bytes, kind);
+    inner().copy(dst, src, bytes, kind);
   }
 
   void fill(void* ptr, size_t count, uint32_t elem_size, uint64_t value) override {
     log_.push_back("fill " + name_of(ptr) + " " + std::to_string(count) + " " +
                    std::to_string(elem_size) + " " + std::to_string(value));
-    inner_->fill(ptr, count, elem_size, value);
+    inner().fill(ptr, count, elem_size, value);
   }
-
-  KernelHandle compile(const KernelIR& ir) override { return inner_->compile(ir); }
-
-  void flush_kernels() override { inner_->flush_kernels(); }
-
-  BackendStats stats() const override { return inner_->stats(); }
-
-  uint64_t kernel_generation() const override { return inner_->kernel_generation(); }
-
-  void reset_peak() override { inner_->reset_peak(); }
 
   void launch(const KernelHandle& kernel, size_t size, SizeProv prov,
               std::span<const KernelArg> args) override {
@@ -83,33 +74,31 @@ class LoggingBackend final : public Backend {
                          ? std::to_string(args[a].bits)
                          : name_of(reinterpret_cast<const void*>(args[a].bits)));
     log_.push_back(line);
-    inner_->launch(kernel, size, prov, args);
+    inner().launch(kernel, size, prov, args);
   }
 
   void reduce(ReduceOp op, ScalarType type, const void* in, size_t count, void* out) override {
     log_.push_back(std::string("reduce ") + to_string(op) + " " + name_of(in) + " " +
                    std::to_string(count) + " " + name_of(out));
-    inner_->reduce(op, type, in, count, out);
+    inner().reduce(op, type, in, count, out);
   }
 
   void prefix_sum(ScalarType type, bool exclusive, const void* in, size_t count,
                   void* out) override {
     log_.push_back("prefix_sum " + std::to_string(exclusive) + " " + name_of(in) + " " +
                    std::to_string(count) + " " + name_of(out));
-    inner_->prefix_sum(type, exclusive, in, count, out);
+    inner().prefix_sum(type, exclusive, in, count, out);
   }
 
   size_t compress(const void* mask, size_t count, void* out) override {
     log_.push_back("compress " + name_of(mask) + " " + std::to_string(count) + " " + name_of(out));
-    return inner_->compress(mask, count, out);
+    return inner().compress(mask, count, out);
   }
 
   void sync() override {
     log_.push_back("sync");
-    inner_->sync();
+    inner().sync();
   }
-
-  void guard(const SizeGuard& g, bool outcome) override { inner_->guard(g, outcome); }
 
   size_t submit(const CommandList& list) override {
     ++submits;
@@ -131,7 +120,6 @@ class LoggingBackend final : public Backend {
     return "b" + std::to_string(it->second.first) + "+" + std::to_string(at - it->first);
   }
 
-  std::unique_ptr<Backend> inner_;
   bool batches_;
   std::vector<std::string>& log_;
   std::map<uintptr_t, std::pair<size_t, size_t>> buffers_;  // base -> (number, bytes)
