@@ -20,12 +20,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "baselines.h"
 #include "chain.h"
 #include "harness.h"
 #include "timed_calls.h"
+#include "w2_side_by_side.h"
 #include "workloads.h"
 
 namespace {
@@ -106,6 +108,10 @@ void BM_W2_hand_loop(benchmark::State& st) {
 
 void BM_W2_copy_loop(benchmark::State& st) {
   ff_bench::bm_copy_loop(st, g_options.w2_size, g_options.threads);
+}
+
+void BM_W2_side_by_side(benchmark::State& st) {
+  ff_bench::bm_w2_side_by_side(st, g_options.w2_size, g_options.threads);
 }
 
 // The console table as usual, then a summary with the targets and W2's ratios.
@@ -210,6 +216,30 @@ class SummaryReporter : public ff_bench::Reporter {
         std::fprintf(out, "W2 vs copy: %.3f\n", c->seconds / f->seconds);
       }
     }
+    side_by_side(out);
+  }
+
+  // The per-round ratios of BM_W2_side_by_side (w2_side_by_side.h), the figures to judge by on
+  // a shared machine.
+  void side_by_side(std::FILE* out) const {
+    const char* name = "BM_W2_side_by_side";
+    if (!ran(name) || failed(out, "W2 side by side", name)) {
+      return;
+    }
+    const Result* r = find(name);
+    char value[96];
+    std::snprintf(value, sizeof value, "traced %.3f, replay %.3f, hand %.3f, copy %.3f ms",
+                  r->counter("ms_traced"), r->counter("ms_replay"), r->counter("ms_hand"),
+                  r->counter("ms_copy"));
+    print(out, "W2 side by side (median)", value, "", "");
+    for (auto [what, hand, copy] :
+         {std::tuple{"W2 traced, per round", "hand_over_traced", "copy_over_traced"},
+          {"W2 replayed, per round", "hand_over_replay", "copy_over_replay"}}) {
+      const double h = r->counter(hand), c = r->counter(copy);
+      std::snprintf(value, sizeof value, "hand/ff %.3f, copy/ff %.3f (median ratio)", h, c);
+      // The target is against the hand loop; the copy loop shows how far the memory limit is.
+      print(out, what, value, "hand >= 0.95", h >= 0.95 ? "PASS" : "MISS");
+    }
   }
 };
 
@@ -252,6 +282,12 @@ int main(int argc, char** argv) {
                               {"BM_W2_copy_loop", &guarded<BM_W2_copy_loop>}}) {
       benchmark::RegisterBenchmark(name, body)->Unit(benchmark::kMillisecond)->UseRealTime();
     }
+    // Its ratios are medians over its rounds: one run of many rounds says more than repetitions.
+    benchmark::RegisterBenchmark("BM_W2_side_by_side", guarded<BM_W2_side_by_side>)
+        ->Unit(benchmark::kMillisecond)
+        ->UseManualTime()
+        ->Iterations(60)
+        ->Repetitions(1);
     SummaryReporter reporter(cl.color());
     const size_t n_run = benchmark::RunSpecifiedBenchmarks(&reporter);
     benchmark::Shutdown();

@@ -1419,6 +1419,61 @@ TEST_CASE("thread pool runs every block exactly once, from several callers", "[l
   CHECK(failures == 0);
 }
 
+TEST_CASE("block dealer: contiguous parts in order, then the front of the others' parts",
+          "[llvm]") {
+  using ff::llvm_backend::BlockDealer;
+  // Two threads, 8 blocks: parts [0, 4) and [4, 8). Each claims its own in order.
+  BlockDealer d(8, 2);
+  CHECK(d.claim(0) == 0);
+  CHECK(d.claim(1) == 4);
+  CHECK(d.claim(0) == 1);
+  CHECK(d.claim(1) == 5);
+  CHECK(d.claim(1) == 6);
+  CHECK(d.claim(1) == 7);
+  // Part 1 is done: its thread takes the first unclaimed block of part 0.
+  CHECK(d.claim(1) == 2);
+  CHECK(d.claim(0) == 3);
+  CHECK(d.claim(0) == BlockDealer::kNone);
+  CHECK(d.claim(1) == BlockDealer::kNone);
+
+  // A thread that never comes: the others run its part, from its front.
+  BlockDealer late(9, 3);  // [0, 3) [3, 6) [6, 9)
+  std::vector<size_t> by0, by2;
+  for (size_t b; (b = late.claim(0)) != BlockDealer::kNone;) {
+    by0.push_back(b);
+    if ((b = late.claim(2)) != BlockDealer::kNone)
+      by2.push_back(b);
+  }
+  CHECK(by0 == std::vector<size_t>{0, 1, 2, 3, 5});
+  CHECK(by2 == std::vector<size_t>{6, 7, 8, 4});
+
+  // Sizes at the edges: fewer blocks than parts, one part, more threads than parts (modulo),
+  // parts clamped to [1, kMaxParts]. Every block exactly once.
+  for (auto [n, parts, threads] : {std::tuple{size_t{0}, size_t{2}, size_t{2}},
+                                   {size_t{1}, size_t{1}, size_t{3}},
+                                   {size_t{2}, size_t{5}, size_t{5}},
+                                   {size_t{13}, size_t{4}, size_t{7}},
+                                   {size_t{97}, size_t{0}, size_t{2}},
+                                   {size_t{1000}, size_t{500}, size_t{70}}}) {
+    BlockDealer deal(n, parts);
+    CHECK(deal.n_parts() == std::clamp<size_t>(parts, 1, BlockDealer::kMaxParts));
+    std::vector<int> hits(n);
+    size_t claimed = 0;
+    for (bool any = true; any;) {
+      any = false;
+      for (size_t t = 0; t < threads; ++t)
+        if (size_t b = deal.claim(t); b != BlockDealer::kNone) {
+          REQUIRE(b < n);
+          hits[b]++;
+          claimed++;
+          any = true;
+        }
+    }
+    CHECK(claimed == n);
+    CHECK(std::count(hits.begin(), hits.end(), 1) == static_cast<ptrdiff_t>(n));
+  }
+}
+
 TEST_CASE("allocator caches released blocks up to its limit", "[llvm]") {
   ff::llvm_backend::HostAllocator alloc(1 << 20);
   void* small = alloc.alloc(1000);

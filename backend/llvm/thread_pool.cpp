@@ -1,5 +1,5 @@
 // Fork-join pool. A job lives on its caller's stack and is published through job_; threads claim
-// its blocks with a fetch_add. A worker counts itself in active_ before it reads job_, and the
+// its blocks with a fetch_add on a part's cursor, their own part first. A worker counts itself in active_ before it reads job_, and the
 // caller, once every block is done, clears job_ and waits for active_ to drain: so no worker
 // can touch a Job after its caller returned (seq_cst orders the two sides, Dekker-style).
 #include "backend/llvm/thread_pool.h"
@@ -33,7 +33,7 @@ ThreadPool::ThreadPool(unsigned n_threads) {
     n_threads = std::max(1u, std::thread::hardware_concurrency());
   try {
     for (unsigned k = 1; k < n_threads; ++k)
-      workers_.emplace_back([this] { worker_main(); });
+      workers_.emplace_back([this, k] { worker_main(k); });
   } catch (const std::system_error& e) {
     shutdown();  // joins the workers already started
     throw BackendError(std::string("llvm backend: cannot start pool threads: ") + e.what());
@@ -63,13 +63,13 @@ void ThreadPool::run(size_t n_blocks, BlockFn fn, void* ctx, bool wake) {
       fn(ctx, b);
     return;
   }
-  Job job(fn, ctx, n_blocks);
+  Job job(fn, ctx, n_blocks, std::min<size_t>(n_blocks, n_threads()));
   job_.store(&job, std::memory_order_seq_cst);
   epoch_.fetch_add(1, std::memory_order_seq_cst);
   if (wake && n_sleeping_.load(std::memory_order_seq_cst) > 0)
     wake_sleepers();
 
-  work_on(job);
+  work_on(job, 0);
   // Blocks other threads claimed may still be running; then late workers must leave.
   for (unsigned spins = 0; job.remaining.load(std::memory_order_acquire) != 0; ++spins) {
     if (spins < 100000)
@@ -91,17 +91,34 @@ void ThreadPool::wake_sleepers() {
   wake_.notify_all();
 }
 
-void ThreadPool::work_on(Job& job) {
-  for (;;) {
-    size_t b = job.next.fetch_add(1, std::memory_order_relaxed);
-    if (b >= job.n_blocks)
-      return;
+BlockDealer::BlockDealer(size_t n_blocks, size_t n_parts)
+    : n_parts_(std::clamp<size_t>(n_parts, 1, kMaxParts)) {
+  for (size_t p = 0; p < n_parts_; ++p) {
+    parts_[p].next.store(p * n_blocks / n_parts_, std::memory_order_relaxed);
+    parts_[p].end = (p + 1) * n_blocks / n_parts_;
+  }
+}
+
+size_t BlockDealer::claim(size_t own) {
+  for (size_t k = 0; k < n_parts_; ++k) {
+    Part& part = parts_[(own + k) % n_parts_];
+    if (part.next.load(std::memory_order_relaxed) >= part.end)
+      continue;
+    size_t b = part.next.fetch_add(1, std::memory_order_relaxed);
+    if (b < part.end)
+      return b;
+  }
+  return kNone;
+}
+
+void ThreadPool::work_on(Job& job, size_t own) {
+  for (size_t b; (b = job.deal.claim(own)) != BlockDealer::kNone;) {
     job.fn(job.ctx, b);
     job.remaining.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 
-void ThreadPool::worker_main() {
+void ThreadPool::worker_main(size_t part) {
   using Clock = std::chrono::steady_clock;
   // Start from the epoch before any job: a thread that starts late must still notice the
   // shutdown (or a job) published before it ran.
@@ -129,7 +146,7 @@ void ThreadPool::worker_main() {
       return;
     active_.fetch_add(1, std::memory_order_seq_cst);
     if (Job* job = job_.load(std::memory_order_seq_cst))
-      work_on(*job);
+      work_on(*job, part);
     active_.fetch_sub(1, std::memory_order_seq_cst);
   }
 }
