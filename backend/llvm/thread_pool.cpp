@@ -1,7 +1,8 @@
 // Fork-join pool. A job lives on its caller's stack and is published through job_; threads claim
-// its blocks with a fetch_add on a part's cursor, their own part first. A worker counts itself in active_ before it reads job_, and the
-// caller, once every block is done, clears job_ and waits for active_ to drain: so no worker
-// can touch a Job after its caller returned (seq_cst orders the two sides, Dekker-style).
+// its blocks with a fetch_add on a part's cursor, their own part first. A worker counts itself in
+// active_ before it reads job_, and the caller, once every block is done, clears job_ and waits for
+// active_ to drain: so no worker can touch a Job after its caller returned (seq_cst orders the two
+// sides, Dekker-style).
 #include "backend/llvm/thread_pool.h"
 
 #include <algorithm>

@@ -74,7 +74,8 @@ class ThreadPool {
  private:
   // One job, on the stack of the thread that runs it.
   struct Job {
-    Job(BlockFn f, void* c, size_t n, size_t n_parts) : fn(f), ctx(c), remaining(n), deal(n, n_parts) {}
+    Job(BlockFn f, void* c, size_t n, size_t n_parts)
+        : fn(f), ctx(c), remaining(n), deal(n, n_parts) {}
 
     BlockFn fn;
     void* ctx;
