@@ -1474,6 +1474,28 @@ TEST_CASE("block dealer: contiguous parts in order, then the front of the others
   }
 }
 
+TEST_CASE("allocator places large blocks on huge-page boundaries, usable and cached", "[llvm]") {
+  ff::llvm_backend::HostAllocator alloc(size_t{64} << 20);
+  for (size_t bytes : {(size_t{4} << 20) - 64, size_t{4} << 20, (size_t{9} << 20) + 3}) {
+    auto* p = static_cast<unsigned char*>(alloc.alloc(bytes));
+    REQUIRE(p != nullptr);
+    // The 64-byte header in front of the block starts the huge page.
+    CHECK(reinterpret_cast<uintptr_t>(p - 64) % (uintptr_t{2} << 20) == 0);
+    CHECK(reinterpret_cast<uintptr_t>(p) % 64 == 0);
+    std::memset(p, 0xA5, bytes);  // every byte of the request is ours (ASan checks)
+    CHECK(p[bytes - 1] == 0xA5);
+    alloc.release(p);
+    CHECK(alloc.alloc(bytes) == p);  // from the cache
+    alloc.release(p);
+  }
+  // Below 4 MiB: 64-byte aligned as before.
+  void* small = alloc.alloc(size_t{3} << 20);
+  CHECK(reinterpret_cast<uintptr_t>(small) % 64 == 0);
+  alloc.release(small);
+  alloc.trim();
+  CHECK(alloc.bytes_allocated() == 0);
+}
+
 TEST_CASE("allocator caches released blocks up to its limit", "[llvm]") {
   ff::llvm_backend::HostAllocator alloc(1 << 20);
   void* small = alloc.alloc(1000);
