@@ -148,15 +148,6 @@ int64_t field_ns(const std::string& line, const char* key) {
   return at == std::string::npos ? -1 : std::strtoll(line.c_str() + at + k.size(), nullptr, 10);
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) {
-    return -1;
-  }
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 std::string self_exe(const char* argv0) {
   char buf[4096];
   ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
@@ -267,16 +258,17 @@ int drive(const std::string& exe, int runs, bool expect_wrong) {
           w.name, r, call.back(), init.back(), compiles.c_str(), process.back(), before_main.back(),
           exit.back());
     }
-    const double m = median(call);
+    const double m = ff_bench::median(call);
     char value[128], target[32];
-    std::snprintf(value, sizeof value, "%.2f ms (init %.2f ms, %s compiles)", m, median(init),
-                  compiles.c_str());
+    std::snprintf(value, sizeof value, "%.2f ms (init %.2f ms, %s compiles)", m,
+                  ff_bench::median(init), compiles.c_str());
     std::snprintf(target, sizeof target, "<= %g ms", w.target_ms);
     summary.push_back(summary_line(w.label, value, target,
                                    call.empty() ? "ERROR" : (m <= w.target_ms ? "PASS" : "MISS")));
     if (!process.empty()) {
       std::snprintf(value, sizeof value, "%.2f ms (%.2f before main; %.1fx the call)",
-                    median(process), median(before_main), median(process) / m);
+                    ff_bench::median(process), ff_bench::median(before_main),
+                    ff_bench::median(process) / m);
       summary.push_back(summary_line((std::string(w.label) + ", process").c_str(), value, "", ""));
     }
   }

@@ -4,6 +4,7 @@
 
 #include <freezeframe/freezeframe.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -11,6 +12,16 @@
 #include "chain.h"
 
 namespace ff_bench {
+
+/// The median of `v` (the mean of the middle two for an even count); -1 when empty.
+inline double median(std::vector<double> v) {
+  if (v.empty()) {
+    return -1;
+  }
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
 
 /// Traces `n_ops` chain ops starting from y = x, evaluating y every `eval_every` ops (and at
 /// the end). Returns y; the caller syncs.

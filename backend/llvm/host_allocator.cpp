@@ -76,8 +76,7 @@ FF_NO_SANITIZE_ADDRESS void write_header(void* user, uint64_t magic, uint64_t by
 
 // Blocks from this size on are placed on huge-page boundaries and offered to the kernel as
 // huge pages (MADV_HUGEPAGE: Debian's default THP mode is "madvise", so nothing else gets
-// them). A kernel streaming through 64 MiB then walks 32 page tables' worth of TLB entries
-// instead of 16k.
+// them). A kernel streaming through 64 MiB then needs 32 TLB entries instead of 16k.
 constexpr size_t kHugePage = size_t{2} << 20;
 constexpr size_t kHugeFrom = size_t{4} << 20;
 
