@@ -9,15 +9,17 @@
 // allocator's cached blocks and the caches are then those of a loop calling it repeatedly,
 // and no side pays for the one before it (an ff pool thread still spinning during an OpenMP
 // loop, or OpenMP's threads waking for ff). The result of each side's last timed call is
-// checked.
+// checked (each loop writes its own output).
 #pragma once
 
 #include <benchmark/benchmark.h>
 #include <freezeframe/freezeframe.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "baselines.h"
@@ -38,7 +40,7 @@ inline void bm_w2_side_by_side(benchmark::State& st, size_t n, int threads) {
   ff::Recording rec = record_chain(x, kW2Ops, kW2Ops, /*optimize=*/true);
   const std::vector<ff::AnyArray> in{ff::AnyArray(x)};
   const std::vector<float>& host_x = cached_input(n);
-  std::vector<float> host_out(n);
+  std::vector<float> hand_out(n), copy_out(n);  // each loop's own, checked after the last round
   ff::Float traced_y, replayed_y;
 
   auto traced = [&] {
@@ -54,13 +56,13 @@ inline void bm_w2_side_by_side(benchmark::State& st, size_t n, int threads) {
   int ran = threads;  // the fewest threads an OpenMP loop ran on
   auto hand = [&] {
     if (threads == 1)
-      hand_loop_w2_serial(host_x.data(), host_out.data(), n);
+      hand_loop_w2_serial(host_x.data(), hand_out.data(), n);
     else
-      ran = std::min(ran, hand_loop_w2(host_x.data(), host_out.data(), n, threads));
+      ran = std::min(ran, hand_loop_w2(host_x.data(), hand_out.data(), n, threads));
     benchmark::ClobberMemory();
   };
   auto copy = [&] {
-    ran = std::min(ran, copy_loop(host_x.data(), host_out.data(), n, threads));
+    ran = std::min(ran, copy_loop(host_x.data(), copy_out.data(), n, threads));
     benchmark::ClobberMemory();
   };
   auto timed = [](auto&& side) {
@@ -73,40 +75,31 @@ inline void bm_w2_side_by_side(benchmark::State& st, size_t n, int threads) {
   traced();
   if (!check_warm_up(st, traced_y, n, kW2Ops))
     return;
-  std::vector<double> t_traced, t_replay, t_hand, t_copy;
-  std::vector<double> hand_traced, hand_replay, copy_traced, copy_replay;
-  bool hand_ok = true, copy_ok = true;
+
+  enum Side { kTraced, kReplayed, kHand, kCopy, kSides };
+
+  std::vector<std::array<double, kSides>> rounds;
   for (auto _ : st) {
     // The order turns each round, so no side always runs after the same one.
-    double t[4] = {0, 0, 0, 0};
-    const int first = static_cast<int>(t_traced.size() % 4);
-    for (int k = 0; k < 4; ++k) {
-      switch ((first + k) % 4) {
-        case 0:
-          t[0] = timed(traced);
+    std::array<double, kSides> t{};
+    for (int k = 0; k < kSides; ++k) {
+      switch (static_cast<Side>((rounds.size() + k) % kSides)) {
+        case kTraced:
+          t[kTraced] = timed(traced);
           break;
-        case 1:
-          t[1] = timed(replayed);
+        case kReplayed:
+          t[kReplayed] = timed(replayed);
           break;
-        case 2:
-          t[2] = timed(hand);
-          hand_ok = hand_ok && compare(host_out, timed_reference(n, kW2Ops)).empty();
+        case kHand:
+          t[kHand] = timed(hand);
           break;
         default:
-          t[3] = timed(copy);
-          copy_ok = copy_ok && compare(host_out, timed_reference(n, 0)).empty();
+          t[kCopy] = timed(copy);
           break;
       }
     }
-    st.SetIterationTime(t[0] + t[1] + t[2] + t[3]);
-    t_traced.push_back(t[0]);
-    t_replay.push_back(t[1]);
-    t_hand.push_back(t[2]);
-    t_copy.push_back(t[3]);
-    hand_traced.push_back(t[2] / t[0]);
-    hand_replay.push_back(t[2] / t[1]);
-    copy_traced.push_back(t[3] / t[0]);
-    copy_replay.push_back(t[3] / t[1]);
+    st.SetIterationTime(t[kTraced] + t[kReplayed] + t[kHand] + t[kCopy]);
+    rounds.push_back(t);
   }
   for (auto [what, y] : {std::pair{"traced", &traced_y}, {"replayed", &replayed_y}})
     if (std::string err = check_result(*y, timed_reference(n, kW2Ops)); !err.empty()) {
@@ -119,18 +112,28 @@ inline void bm_w2_side_by_side(benchmark::State& st, size_t n, int threads) {
                          .c_str());
     return;
   }
-  if (!hand_ok || !copy_ok) {
-    st.SkipWithError(hand_ok ? "wrong result of a copy loop" : "wrong result of a hand loop");
-    return;
-  }
-  st.counters["ms_traced"] = median(t_traced) * 1e3;
-  st.counters["ms_replay"] = median(t_replay) * 1e3;
-  st.counters["ms_hand"] = median(t_hand) * 1e3;
-  st.counters["ms_copy"] = median(t_copy) * 1e3;
-  st.counters["hand_over_traced"] = median(hand_traced);
-  st.counters["hand_over_replay"] = median(hand_replay);
-  st.counters["copy_over_traced"] = median(copy_traced);
-  st.counters["copy_over_replay"] = median(copy_replay);
+  for (auto [what, out, n_ops] : {std::tuple{"hand", &hand_out, kW2Ops}, {"copy", &copy_out, 0}})
+    if (std::string err = compare(*out, timed_reference(n, n_ops)); !err.empty()) {
+      st.SkipWithError(("wrong result of the last " + std::string(what) + " loop: " + err).c_str());
+      return;
+    }
+  // Medians over the rounds of a side's time (ms) or of one side's time over another's.
+  auto median_of = [&](auto per_round, double scale = 1) {
+    std::vector<double> v;
+    for (const auto& t : rounds)
+      v.push_back(per_round(t));
+    return median(std::move(v)) * scale;
+  };
+  auto time_of = [](Side s) { return [s](const auto& t) { return t[s]; }; };
+  auto ratio = [](Side a, Side b) { return [a, b](const auto& t) { return t[a] / t[b]; }; };
+  st.counters["ms_traced"] = median_of(time_of(kTraced), 1e3);
+  st.counters["ms_replay"] = median_of(time_of(kReplayed), 1e3);
+  st.counters["ms_hand"] = median_of(time_of(kHand), 1e3);
+  st.counters["ms_copy"] = median_of(time_of(kCopy), 1e3);
+  st.counters["hand_over_traced"] = median_of(ratio(kHand, kTraced));
+  st.counters["hand_over_replay"] = median_of(ratio(kHand, kReplayed));
+  st.counters["copy_over_traced"] = median_of(ratio(kCopy, kTraced));
+  st.counters["copy_over_replay"] = median_of(ratio(kCopy, kReplayed));
 }
 
 }  // namespace ff_bench
