@@ -19,6 +19,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backend/llvm/accumulate_launch.h"
 #include "backend/llvm/host_allocator.h"
 #include "backend/llvm/llvm_jit.h"
 #include "backend/llvm/llvm_tuning.h"
@@ -1013,19 +1014,24 @@ TEST_CASE("every loop style computes the same results", "[llvm]") {
         std::vector<float> xs(n), out(n);
         for (size_t e = 0; e < n; ++e)
           xs[e] = float(e);
-        int32_t bins[3] = {0, 0, 0};
-        uint64_t args[5] = {bits_of(xs.data()), bits_of(out.data()), bits_of(&bins[0]), n, 3};
-        code->entry()(0, n, args);
-        size_t bad = 0;
-        for (size_t e = 0; e < n; ++e) {
-          size_t o = e ^ 1;
-          float g_want = o < n ? xs[o] : 0.0f;
-          float want = xs[e] < 500.0f ? std::fma(xs[e], 2.0f, g_want) : -xs[e];
-          bad += out[e] != want;
+        for (AccumulateMode mode : {AccumulateMode::Atomic, AccumulateMode::Exclusive}) {
+          INFO("accumulate mode " << uint64_t(mode));
+          int32_t bins[3] = {0, 0, 0};
+          // The parameters, then the mode word that kernels with a ScatterAdd read.
+          uint64_t args[6] = {bits_of(xs.data()), bits_of(out.data()), bits_of(&bins[0]), n, 3,
+                              uint64_t(mode)};
+          code->entry()(0, n, args);
+          size_t bad = 0;
+          for (size_t e = 0; e < n; ++e) {
+            size_t o = e ^ 1;
+            float g_want = o < n ? xs[o] : 0.0f;
+            float want = xs[e] < 500.0f ? std::fma(xs[e], 2.0f, g_want) : -xs[e];
+            bad += out[e] != want;
+          }
+          CHECK(bad == 0);
+          CHECK(size_t(bins[0] + bins[1] + bins[2]) == n);
+          CHECK(bins[0] == int32_t((n + 2) / 3));
         }
-        CHECK(bad == 0);
-        CHECK(size_t(bins[0] + bins[1] + bins[2]) == n);
-        CHECK(bins[0] == int32_t((n + 2) / 3));
       }
   }
 }

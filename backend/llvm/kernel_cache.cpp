@@ -40,6 +40,7 @@ LlvmKernel::LlvmKernel(std::shared_ptr<const KernelIR> ir, std::unique_ptr<JitCo
     : CompiledKernel(std::move(ir)),
       n_params_(this->ir().params.size()),
       work_per_elem_(kernel_work_per_elem(this->ir())),
+      accumulate_(accumulate_info(this->ir())),
       first_(std::move(code)),
       entry_(first_->entry()),
       tier_(tier),

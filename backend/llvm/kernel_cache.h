@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "backend/backend.h"
+#include "backend/llvm/accumulate_launch.h"
 #include "backend/llvm/disk_cache.h"
 #include "backend/llvm/llvm_jit.h"
 #include "backend/llvm/llvm_tuning.h"
@@ -35,6 +36,10 @@ class LlvmKernel final : public CompiledKernel {
   /// Estimated work per element (kernel_work_per_elem of its IR), for launch plans.
   uint64_t work_per_elem() const { return work_per_elem_; }
 
+  /// Its accumulations (accumulate_launch.h); when it has any, its code reads the mode word
+  /// args[n_params()].
+  const AccumulateInfo& accumulations() const { return accumulate_; }
+
   /// Adds launch work; true exactly once, when the kernel should be re-compiled optimised.
   /// Approximate under concurrent launches (relaxed load + store), which is all it needs.
   bool add_work(uint64_t work, uint64_t threshold) const {
@@ -51,6 +56,7 @@ class LlvmKernel final : public CompiledKernel {
  private:
   size_t n_params_;
   uint64_t work_per_elem_;
+  AccumulateInfo accumulate_;
   std::unique_ptr<JitCode> first_;              // code compiled by compile()
   mutable std::unique_ptr<JitCode> optimized_;  // written once by the tier-up thread
   mutable std::atomic<KernelFn> entry_;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/llvm/accumulate_launch.h"
 #include "backend/llvm/host_algorithms.h"
 #include "backend/llvm/host_allocator.h"
 #include "backend/llvm/kernel_cache.h"
@@ -190,12 +191,13 @@ void LlvmBackend::launch(const KernelHandle& kernel, size_t size, SizeProv,
   bump(launches_);
   if (size == 0)
     return;
-  // The ABI wants the bare 64-bit words contiguous.
-  uint64_t stack_bits[kStackArgs];
+  // The ABI wants the bare 64-bit words contiguous, then (read only by kernels that
+  // accumulate) the accumulation mode word.
+  uint64_t stack_bits[kStackArgs + 1];
   thread_local std::vector<uint64_t> heap_bits;
   uint64_t* bits = stack_bits;
   if (args.size() > kStackArgs) {
-    heap_bits.resize(args.size());
+    heap_bits.resize(args.size() + 1);
     bits = heap_bits.data();
   }
   for (size_t i = 0; i < args.size(); ++i)
@@ -203,8 +205,18 @@ void LlvmBackend::launch(const KernelHandle& kernel, size_t size, SizeProv,
 
   KernelFn fn = k->entry();
   LaunchPlan p = plan(*k, size);
-  if (p.n_blocks <= 1) {
+  AccumulateStrategy how = AccumulateStrategy::Atomic;
+  if (k->accumulations().accumulates()) {
+    how = choose_accumulate(k->accumulations(), {bits, args.size()}, size, p.n_blocks,
+                            pool_.n_threads(), k->work_per_elem(), tuning_.atomic_accumulate_work);
+    bits[args.size()] = static_cast<uint64_t>(
+        how == AccumulateStrategy::Atomic ? AccumulateMode::Atomic : AccumulateMode::Exclusive);
+  }
+  if (p.n_blocks <= 1 || how == AccumulateStrategy::Alone) {
     fn(0, size, bits);
+  } else if (how == AccumulateStrategy::Private) {
+    run_privatized(pool_, fn, k->accumulations(), {bits, args.size()}, size,
+                   should_wake(p, k->work_per_elem() * size));
   } else {
     LaunchCtx ctx{fn, bits, size, p.block};
     pool_.run(

@@ -100,6 +100,8 @@ class KernelEmitter {
   void emit_scatter(const IrInstr& in, Value* tail);
   void emit_scatter_add_lanes(const IrInstr& in, Value* ptrs_base, Value* idx, Value* val,
                               Value* mask);
+  void emit_lane_add(ScalarType t, Value* p, Value* v, bool atomic);
+  Value* spill(Value* v);
   void emit_range_report(const IrInstr& in, Value* idx, Value* in_range, Value* mask);
   Value* emit_unary(const IrInstr& in);
   Value* emit_vector_math(const char* name, ScalarType t, Value* a);
@@ -124,6 +126,8 @@ class KernelEmitter {
   std::vector<Value*> ptr_;      // per buffer parameter: the pointer
   std::vector<Value*> uniform_;  // per instruction: a value computed once before the loop
   std::vector<Value*> vals_;     // per instruction: its value in the body being emitted
+  Value* exclusive_ = nullptr;   // accumulating kernels: i1, the launch's mode word says that
+                                 // no other thread adds to the targets (accumulate_launch.h)
   unsigned interleave_;          // vector iterations per iteration of the interleaved loop
 
   // Unsigned 32-bit division by a uniform, non-constant divisor `d` (docs/kernel-ir.md):
@@ -227,6 +231,17 @@ void KernelEmitter::emit(const std::string& name) {
     raw_[p] = b_.CreateAlignedLoad(b_.getInt64Ty(), slot, llvm::Align(8));
     if (ir_.params[p].kind != ParamKind::Scalar)
       ptr_[p] = b_.CreateIntToPtr(raw_[p], b_.getPtrTy());
+  }
+
+  // The mode word after the parameters, read only by kernels that accumulate.
+  bool accumulates = false;
+  for_each_instr(ir_, [&](uint32_t, const IrInstr& in) {
+    accumulates = accumulates || op_facts(in.op).accumulates;
+  });
+  if (accumulates) {
+    Value* slot = b_.CreateConstInBoundsGEP1_64(b_.getInt64Ty(), args, n_params);
+    Value* mode = b_.CreateAlignedLoad(b_.getInt64Ty(), slot, llvm::Align(8));
+    exclusive_ = b_.CreateICmpNE(mode, b_.getInt64(0));
   }
 
   auto* pre = new_block("pre");
@@ -672,36 +687,97 @@ void KernelEmitter::emit_scatter(const IrInstr& in, Value* tail) {
 }
 
 // x86 has no vector atomics: visit the active lanes one by one (cttz over the mask bits), so
-// an all-inactive vector costs one test and a branch.
+// an all-inactive vector costs one test and a branch. The lanes add atomically, or, when the
+// launch's mode word says that no other thread adds to the target, with a plain load, add and
+// store (a uniform branch picks the lane loop once per vector). Lanes go in order either way,
+// so an exclusive launch adds exactly as a serial loop does.
 void KernelEmitter::emit_scatter_add_lanes(const IrInstr& in, Value* base, Value* idx, Value* val,
                                            Value* mask) {
   ScalarType t = in.type;
-  auto op = is_float(t) ? llvm::AtomicRMWInst::FAdd : llvm::AtomicRMWInst::Add;
   auto* cont = new_block("scatter_add_done");
-  auto* lane_loop = new_block("scatter_add");
+  auto* dispatch = new_block("scatter_add_mode");
   if (w_ == 1) {
-    b_.CreateCondBr(mask, lane_loop, cont);
-    b_.SetInsertPoint(lane_loop);
-    b_.CreateAtomicRMW(op, b_.CreateGEP(mem_ty(t), base, idx), val, align_of(t),
-                       llvm::AtomicOrdering::Monotonic);
-    b_.CreateBr(cont);
+    auto* atomic = new_block("scatter_add_atomic");
+    auto* plain = new_block("scatter_add_plain");
+    b_.CreateCondBr(mask, dispatch, cont);
+    b_.SetInsertPoint(dispatch);
+    Value* p = b_.CreateGEP(mem_ty(t), base, idx);
+    b_.CreateCondBr(exclusive_, plain, atomic);
+    for (bool is_atomic : {true, false}) {
+      b_.SetInsertPoint(is_atomic ? atomic : plain);
+      emit_lane_add(t, p, val, is_atomic);
+      b_.CreateBr(cont);
+    }
     b_.SetInsertPoint(cont);
     return;
   }
   Value* bits = b_.CreateZExt(b_.CreateBitCast(mask, b_.getIntNTy(w_)), b_.getInt32Ty());
-  llvm::BasicBlock* from = b_.GetInsertBlock();
-  b_.CreateCondBr(b_.CreateICmpNE(bits, b_.getInt32(0)), lane_loop, cont);
-  b_.SetInsertPoint(lane_loop);
-  llvm::PHINode* rest = b_.CreatePHI(b_.getInt32Ty(), 2);
-  rest->addIncoming(bits, from);
-  Value* lane = b_.CreateIntrinsic(Intr::cttz, {b_.getInt32Ty()}, {rest, b_.getTrue()});
-  Value* p = b_.CreateGEP(mem_ty(t), base, b_.CreateExtractElement(idx, lane));
-  b_.CreateAtomicRMW(op, p, b_.CreateExtractElement(val, lane), align_of(t),
-                     llvm::AtomicOrdering::Monotonic);
-  Value* next = b_.CreateAnd(rest, b_.CreateSub(rest, b_.getInt32(1)));
-  rest->addIncoming(next, lane_loop);
-  b_.CreateCondBr(b_.CreateICmpNE(next, b_.getInt32(0)), lane_loop, cont);
+  b_.CreateCondBr(b_.CreateICmpNE(bits, b_.getInt32(0)), dispatch, cont);
+  // Exclusive with every lane active (the common case): the lanes unrolled, each extracting
+  // its index and value at a constant position.
+  b_.SetInsertPoint(dispatch);
+  auto* all_lanes = new_block("scatter_add_plain_all");
+  auto* some_lanes = new_block("scatter_add_lanes");
+  uint32_t full = w_ == 32 ? ~uint32_t{0} : (uint32_t{1} << w_) - 1;
+  b_.CreateCondBr(b_.CreateAnd(exclusive_, b_.CreateICmpEQ(bits, b_.getInt32(full))), all_lanes,
+                  some_lanes);
+  b_.SetInsertPoint(all_lanes);
+  // A 32-bit index is extracted as it is and widened as a scalar: half the vector data to
+  // take apart as from its 64-bit widening.
+  ScalarType it = ir_.instrs[in.b].type;
+  bool narrow = size_of(it) < 8;
+  for (unsigned l = 0; l < w_; ++l) {
+    Value* i = b_.CreateExtractElement(narrow ? vals_[in.b] : idx, uint64_t{l});
+    if (narrow)
+      i = is_signed_int(it) ? b_.CreateSExt(i, b_.getInt64Ty()) : b_.CreateZExt(i, b_.getInt64Ty());
+    emit_lane_add(t, b_.CreateGEP(mem_ty(t), base, i), b_.CreateExtractElement(val, uint64_t{l}),
+                  false);
+  }
+  b_.CreateBr(cont);
+  // Otherwise the active lanes one by one. The indices and values go to the stack once per
+  // vector and each lane loads its own: an extract at a variable lane would store the whole
+  // vector again for every lane.
+  b_.SetInsertPoint(some_lanes);
+  Value* idx_slot = spill(idx);
+  Value* val_slot = spill(val);
+  llvm::BasicBlock* loops[2] = {new_block("scatter_add_plain"), new_block("scatter_add_atomic")};
+  b_.CreateCondBr(exclusive_, loops[0], loops[1]);
+  for (bool is_atomic : {false, true}) {
+    llvm::BasicBlock* loop = loops[is_atomic];
+    b_.SetInsertPoint(loop);
+    llvm::PHINode* rest = b_.CreatePHI(b_.getInt32Ty(), 2);
+    rest->addIncoming(bits, some_lanes);
+    Value* lane = b_.CreateIntrinsic(Intr::cttz, {b_.getInt32Ty()}, {rest, b_.getTrue()});
+    Value* i = b_.CreateAlignedLoad(b_.getInt64Ty(), b_.CreateGEP(b_.getInt64Ty(), idx_slot, lane),
+                                    llvm::Align(8));
+    Value* v =
+        b_.CreateAlignedLoad(mem_ty(t), b_.CreateGEP(mem_ty(t), val_slot, lane), align_of(t));
+    emit_lane_add(t, b_.CreateGEP(mem_ty(t), base, i), v, is_atomic);
+    Value* next = b_.CreateAnd(rest, b_.CreateSub(rest, b_.getInt32(1)));
+    rest->addIncoming(next, b_.GetInsertBlock());
+    b_.CreateCondBr(b_.CreateICmpNE(next, b_.getInt32(0)), loop, cont);
+  }
   b_.SetInsertPoint(cont);
+}
+
+// Stores vector `v` to a stack slot (allocated in the entry block) and returns the slot.
+Value* KernelEmitter::spill(Value* v) {
+  llvm::BasicBlock& entry = fn_->getEntryBlock();
+  llvm::IRBuilder<> at_entry(&entry, entry.begin());
+  auto* slot = at_entry.CreateAlloca(v->getType());
+  slot->setAlignment(llvm::Align(64));
+  b_.CreateAlignedStore(v, slot, llvm::Align(64));
+  return slot;
+}
+
+void KernelEmitter::emit_lane_add(ScalarType t, Value* p, Value* v, bool atomic) {
+  if (atomic) {
+    b_.CreateAtomicRMW(is_float(t) ? llvm::AtomicRMWInst::FAdd : llvm::AtomicRMWInst::Add, p, v,
+                       align_of(t), llvm::AtomicOrdering::Monotonic);
+    return;
+  }
+  Value* old = b_.CreateAlignedLoad(mem_ty(t), p, align_of(t));
+  b_.CreateAlignedStore(is_float(t) ? b_.CreateFAdd(old, v) : b_.CreateAdd(old, v), p, align_of(t));
 }
 
 // Debug range check: word 1 of the report buffer receives the index of an offending lane

@@ -1,5 +1,7 @@
 // Neutral kernel IR -> LLVM IR: one module holding one kernel function with the fixed ABI
 //   extern "C" void kernel(uint64_t begin, uint64_t end, const uint64_t* args)
+// args[p] is parameter p; a kernel with accumulating instructions (ScatterAdd) also reads
+// args[n_params], the launch's AccumulateMode (accumulate_launch.h).
 // No LLVM header is included here; callers own the LLVMContext.
 #pragma once
 
@@ -21,7 +23,8 @@ namespace ff::llvm_backend {
 /// the machine code of some kernel; entries of other revisions are then never loaded.
 /// 2: gathers at "lane index + uniform" as vector loads, division by uniforms by multiply.
 /// 3: interleaved vector iterations at the optimised tier.
-inline constexpr int kCodegenRevision = 3;
+/// 4: accumulating kernels read the mode word args[n_params] (exclusive or atomic adds).
+inline constexpr int kCodegenRevision = 4;
 
 /// How the element loop is generated.
 enum class LoopStyle : uint8_t {

@@ -13,7 +13,8 @@
 
 namespace ff::llvm_backend {
 
-/// The fixed kernel ABI: computes every element index in [begin, end); args[p] is parameter p.
+/// The fixed kernel ABI: computes every element index in [begin, end); args[p] is parameter p,
+/// and args[n_params] the AccumulateMode when the kernel accumulates (llvm_codegen.h).
 using KernelFn = void (*)(uint64_t begin, uint64_t end, const uint64_t* args);
 
 /// Codegen effort. Quick (LLVM's -O0 codegen: fast instruction selection and register

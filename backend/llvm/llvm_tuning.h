@@ -36,6 +36,12 @@ struct LlvmTuning {
   /// launches that ran without them add up to it within a millisecond (waking takes ~50 us;
   /// workers that still spin after the previous launch always join).
   uint64_t wake_min_work = uint64_t{1} << 22;
+  /// What one lane's atomic add costs, in work units, when other threads add to the same
+  /// target: ~18 ns per lane on the 2-core CI machine (a float atomic add is a compare-exchange
+  /// loop, and the threads take the target's cache lines from each other), against ~0.5 ns for
+  /// a plain add. A launch that cannot keep private copies runs alone on one thread unless
+  /// splitting it saves more than this (accumulate_launch.h); 0 always splits.
+  uint64_t atomic_accumulate_work = 3000;
 };
 
 /// Each launch counts at least this much work towards tier_up_work.

@@ -1,0 +1,228 @@
+// Accumulating launches (accumulate_launch.h): the strategy, and the privatised run.
+#include "backend/llvm/accumulate_launch.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <new>
+
+#include "backend/ir/ir_analysis.h"
+#include "backend/llvm/launch_plan.h"
+#include "backend/llvm/thread_pool.h"
+
+namespace ff::llvm_backend {
+namespace {
+
+constexpr size_t kCopyAlign = 64;  // each private copy on its own cache lines
+
+size_t round_up(size_t n, size_t to) {
+  return (n + to - 1) / to * to;
+}
+
+// The largest length any accumulation of `t` bounds its buffer to, from the launch's words.
+uint64_t target_length(const AccumulateTarget& t, std::span<const uint64_t> args) {
+  uint64_t n = 0;
+  for (uint32_t b : t.bounds)
+    n = std::max(n, args[b]);
+  return n;
+}
+
+// A scratch area per launching thread for the private copies, grown as needed and kept: the
+// launches of a replay loop reuse it.
+std::byte* scratch(size_t bytes) {
+  struct Deleter {
+    void operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t{kCopyAlign}); }
+  };
+
+  thread_local std::unique_ptr<std::byte[], Deleter> area;
+  thread_local size_t capacity = 0;
+  if (bytes > capacity) {
+    area.reset();
+    capacity = 0;
+    area.reset(static_cast<std::byte*>(::operator new[](bytes, std::align_val_t{kCopyAlign})));
+    capacity = bytes;
+  }
+  return area.get();
+}
+
+// dst[i] += src[i] with the kernels' arithmetic: integers wrap (added unsigned), floats add in
+// IEEE arithmetic.
+template <class T>
+void add_into(void* dst, const void* src, size_t n) {
+  auto* d = static_cast<T*>(dst);
+  const auto* s = static_cast<const T*>(src);
+  for (size_t i = 0; i < n; ++i)
+    d[i] += s[i];
+}
+
+void add_into(ScalarType t, void* dst, const void* src, size_t n) {
+  switch (t) {
+    case ScalarType::Int32:
+    case ScalarType::UInt32:
+      return add_into<uint32_t>(dst, src, n);
+    case ScalarType::Int64:
+    case ScalarType::UInt64:
+      return add_into<uint64_t>(dst, src, n);
+    case ScalarType::Float32:
+      return add_into<float>(dst, src, n);
+    case ScalarType::Float64:
+      return add_into<double>(dst, src, n);
+    case ScalarType::Bool:
+      break;  // the validator refuses Bool accumulations
+  }
+}
+
+struct PrivateRun {
+  KernelFn fn;
+  const uint64_t* part_args;  // n_parts arrays of `stride` words
+  size_t stride;
+  std::byte* copies;  // part p >= 1: its copy at copies + (p - 1) * copy_bytes
+  size_t copy_bytes;
+  size_t size, part;
+};
+
+// Whether the launch's targets may be kept apart per part: accessed only by accumulations,
+// bound to no other parameter, and small against the lanes of a part.
+bool private_fits(const AccumulateInfo& info, std::span<const uint64_t> args, size_t size,
+                  unsigned n_threads) {
+  if (!info.privatizable)
+    return false;
+  uint64_t elems = 0, bytes = 0;
+  for (const AccumulateTarget& t : info.targets) {
+    for (size_t p = 0; p < args.size(); ++p) {
+      bool other = std::none_of(info.targets.begin(), info.targets.end(),
+                                [&](const AccumulateTarget& u) { return u.param == p; });
+      if (other && args[p] == args[t.param])
+        return false;  // another parameter may read or write it
+    }
+    uint64_t n = target_length(t, args);
+    if (n > kPrivateMaxBytes)  // too large whatever its type (and n * size cannot overflow)
+      return false;
+    elems += n;
+    bytes += round_up(n * size_of(t.type), kCopyAlign);
+  }
+  return bytes <= kPrivateMaxBytes && elems <= size / n_threads / kPrivateMinLanesPerElem;
+}
+
+}  // namespace
+
+AccumulateInfo accumulate_info(const KernelIR& ir) {
+  AccumulateInfo info;
+  std::vector<ParamSummary> uses = param_summary(ir);
+  for_each_instr(ir, [&](uint32_t, const IrInstr& in) {
+    for_each_param(in, [&](const IrParamUse& u) {
+      if (u.access != ParamAccess::IndexedAccumulate)
+        return;
+      auto it = std::find_if(info.targets.begin(), info.targets.end(),
+                             [&](const AccumulateTarget& t) { return t.param == u.param; });
+      if (it == info.targets.end())
+        it = info.targets.insert(info.targets.end(), AccumulateTarget{u.param, in.type, {}});
+      if (std::find(it->bounds.begin(), it->bounds.end(), u.bound) == it->bounds.end())
+        it->bounds.push_back(u.bound);
+      ++info.n_accumulations;
+    });
+  });
+  info.privatizable = std::all_of(info.targets.begin(), info.targets.end(), [&](const auto& t) {
+    return uses[t.param].accesses == (1u << static_cast<int>(ParamAccess::IndexedAccumulate));
+  });
+  return info;
+}
+
+const char* to_string(AccumulateStrategy s) {
+  switch (s) {
+    case AccumulateStrategy::Alone:
+      return "alone";
+    case AccumulateStrategy::Private:
+      return "private";
+    case AccumulateStrategy::Atomic:
+      return "atomic";
+  }
+  return "?";
+}
+
+AccumulateStrategy choose_accumulate(const AccumulateInfo& info, std::span<const uint64_t> args,
+                                     size_t size, size_t n_blocks, unsigned n_threads,
+                                     uint64_t work_per_elem, uint64_t atomic_work) {
+  if (n_blocks <= 1 || n_threads <= 1)
+    return AccumulateStrategy::Alone;
+  if (private_fits(info, args, size, n_threads))
+    return AccumulateStrategy::Private;
+  // Per element: work_per_elem alone, against (work_per_elem + atomics) / n_threads split.
+  uint64_t atomics = atomic_work * info.n_accumulations;
+  bool split_pays = work_per_elem * (n_threads - 1) > atomics;
+  return split_pays ? AccumulateStrategy::Atomic : AccumulateStrategy::Alone;
+}
+
+void run_privatized(ThreadPool& pool, KernelFn fn, const AccumulateInfo& info,
+                    std::span<const uint64_t> args, size_t size, bool wake) {
+  const size_t n_targets = info.targets.size();
+  std::vector<size_t> offsets(n_targets);
+  std::vector<uint64_t> lengths(n_targets);
+  size_t copy_bytes = 0;
+  for (size_t t = 0; t < n_targets; ++t) {
+    lengths[t] = target_length(info.targets[t], args);
+    offsets[t] = copy_bytes;
+    copy_bytes += round_up(lengths[t] * size_of(info.targets[t].type), kCopyAlign);
+  }
+  // One part per thread, each a whole number of kBlockAlign lanes (only the last has a tail).
+  const size_t n_threads = pool.n_threads();
+  const size_t part = round_up((size + n_threads - 1) / n_threads, kBlockAlign);
+  const size_t n_parts = (size + part - 1) / part;
+  std::byte* copies = scratch(std::max<size_t>(copy_bytes * (n_parts - 1), 1));
+
+  // Each part's arguments: the launch's, its targets pointing at its copy, then the mode word.
+  const size_t stride = args.size() + 1;
+  thread_local std::vector<uint64_t> part_args;
+  part_args.resize(stride * n_parts);
+  for (size_t p = 0; p < n_parts; ++p) {
+    uint64_t* a = part_args.data() + p * stride;
+    std::copy(args.begin(), args.end(), a);
+    a[args.size()] = static_cast<uint64_t>(AccumulateMode::Exclusive);
+    if (p == 0)
+      continue;
+    for (size_t t = 0; t < n_targets; ++t)
+      a[info.targets[t].param] =
+          reinterpret_cast<uint64_t>(copies + (p - 1) * copy_bytes + offsets[t]);
+  }
+
+  PrivateRun run{fn, part_args.data(), stride, copies, copy_bytes, size, part};
+  pool.run(
+      n_parts,
+      [](void* c, size_t p) {
+        auto& r = *static_cast<PrivateRun*>(c);
+        if (p > 0)  // zeroed here, by the thread that fills it
+          std::memset(r.copies + (p - 1) * r.copy_bytes, 0, r.copy_bytes);
+        uint64_t begin = p * r.part;
+        r.fn(begin, std::min<uint64_t>(begin + r.part, r.size), r.part_args + p * r.stride);
+      },
+      &run, wake);
+
+  // Merge: each target gains every copy's partial sums. Split over the pool by element ranges
+  // when there is enough to add (a few thousand elements is less than waking a thread).
+  constexpr size_t kMergeChunk = 16384;
+  size_t total = 0;
+  for (uint64_t n : lengths)
+    total += n;
+  auto merge = [&](size_t lo, size_t hi) {  // elements [lo, hi) of the targets laid end to end
+    size_t base = 0;
+    for (size_t t = 0; t < n_targets; ++t) {
+      size_t n = lengths[t], b = std::max(lo, base), e = std::min(hi, base + n);
+      if (b < e) {
+        ScalarType ty = info.targets[t].type;
+        size_t elem = size_of(ty);
+        auto* dst = reinterpret_cast<std::byte*>(args[info.targets[t].param]) + (b - base) * elem;
+        for (size_t p = 1; p < n_parts; ++p)
+          add_into(ty, dst, copies + (p - 1) * copy_bytes + offsets[t] + (b - base) * elem, e - b);
+      }
+      base += n;
+    }
+  };
+  if (total * (n_parts - 1) <= kMergeChunk)
+    merge(0, total);
+  else
+    pool.parallel_for(
+        (total + kMergeChunk - 1) / kMergeChunk,
+        [&](size_t c) { merge(c * kMergeChunk, std::min(total, (c + 1) * kMergeChunk)); }, wake);
+}
+
+}  // namespace ff::llvm_backend

@@ -1,0 +1,84 @@
+// Launches of kernels that accumulate into buffers (ScatterAdd): how the lanes add without an
+// atomic per lane wherever no other thread can add to the same element at the same time.
+//
+// x86 has no vector atomics and no atomic float add (a float atomicrmw is a compare-exchange
+// loop), so an atomic per lane costs ~20 cycles alone and far more when threads share cache
+// lines: 65,536 values into 1,024 bins took 12-40x a serial loop. A kernel with accumulating
+// instructions therefore reads one more argument word, args[n_params] (AccumulateMode), and
+// each launch chooses again from its own sizes and thread split (AccumulateStrategy); nothing
+// of it is in the IR, its hash or a recording.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "backend/ir/kernel_ir.h"
+#include "backend/llvm/llvm_jit.h"
+
+namespace ff::llvm_backend {
+
+class ThreadPool;
+
+/// The launch-mode word args[n_params] of a kernel that accumulates: Exclusive adds with a
+/// plain load, add and store (lanes in order), Atomic with an atomic read-modify-write.
+enum class AccumulateMode : uint64_t { Atomic = 0, Exclusive = 1 };
+
+/// A buffer parameter some instruction accumulates into.
+struct AccumulateTarget {
+  uint32_t param;
+  ScalarType type;
+  std::vector<uint32_t> bounds;  // the Bound parameters of its accumulations (their lengths)
+};
+
+/// What launches of a kernel need to know about its accumulations (computed once per kernel).
+struct AccumulateInfo {
+  std::vector<AccumulateTarget> targets;  // empty: the kernel does not accumulate
+  uint32_t n_accumulations = 0;           // accumulating instructions
+  /// Every target is accessed only by accumulations, so its partial sums may be kept apart
+  /// and merged after the launch.
+  bool privatizable = false;
+
+  bool accumulates() const { return !targets.empty(); }
+};
+
+AccumulateInfo accumulate_info(const KernelIR& ir);
+
+/// How one launch of an accumulating kernel runs.
+enum class AccumulateStrategy : uint8_t {
+  Alone,    // the whole launch on the calling thread: exclusive adds, in lane order
+  Private,  // one part per thread; part 0 adds into the targets, the others into zeroed
+            // private copies, all exclusive; the copies are added to the targets afterwards
+  Atomic,   // the launch's plan, atomic adds
+};
+const char* to_string(AccumulateStrategy s);
+
+/// A private copy (all targets of one part) may take at most this many bytes: beyond it the
+/// copies leave the cache and zeroing and merging them costs more than the atomics they save.
+inline constexpr uint64_t kPrivateMaxBytes = uint64_t{1} << 20;
+/// ... and the targets hold at most 1/kPrivateMinLanesPerElem as many elements as a part has
+/// lanes, so that zeroing and merging a copy (a few operations per element) stays small beside
+/// the adds it makes exclusive.
+inline constexpr uint64_t kPrivateMinLanesPerElem = 2;
+
+/// The strategy for a launch of `size` lanes whose plan has `n_blocks` blocks (<= 1: the
+/// calling thread alone), on a pool of `n_threads`; `args` are the launch's arguments (the
+/// targets' lengths are read from them, and a target that shares its buffer with another
+/// parameter is never privatised). A split launch that cannot keep private copies is Atomic
+/// only when its work per element, spread over the threads with `atomic_work` added per
+/// accumulation (LlvmTuning::atomic_accumulate_work), is less than on one thread without it;
+/// otherwise it runs Alone.
+AccumulateStrategy choose_accumulate(const AccumulateInfo& info, std::span<const uint64_t> args,
+                                     size_t size, size_t n_blocks, unsigned n_threads,
+                                     uint64_t work_per_elem, uint64_t atomic_work);
+
+/// Runs a Private launch of `fn` (args: the launch's arguments followed by the mode word,
+/// which this sets) over `size` lanes in one part per pool thread, then adds the private
+/// copies into the targets. `wake` as ThreadPool::run's. The copies live in a scratch area of
+/// the calling thread, kept for its next launch (at most (threads - 1) * kPrivateMaxBytes;
+/// outside the allocator's statistics, which count the program's arrays).
+void run_privatized(ThreadPool& pool, KernelFn fn, const AccumulateInfo& info,
+                    std::span<const uint64_t> args, size_t size, bool wake);
+
+}  // namespace ff::llvm_backend
