@@ -722,8 +722,7 @@ void KernelEmitter::emit_scatter_add_lanes(const IrInstr& in, Value* base, Value
   b_.CreateCondBr(b_.CreateAnd(exclusive_, b_.CreateICmpEQ(bits, b_.getInt32(full))), all_lanes,
                   some_lanes);
   b_.SetInsertPoint(all_lanes);
-  // A 32-bit index is extracted as it is and widened as a scalar: half the vector data to
-  // take apart as from its 64-bit widening.
+  // A 32-bit index is extracted before it is widened: one vector to take apart, not two.
   ScalarType it = ir_.instrs[in.b].type;
   bool narrow = size_of(it) < 8;
   for (unsigned l = 0; l < w_; ++l) {
