@@ -27,6 +27,12 @@ uint64_t target_length(const AccumulateTarget& t, std::span<const uint64_t> args
   return n;
 }
 
+// Bytes that target `t` of length `n` takes in a private copy: whole cache lines, so the next
+// target's part starts on its own.
+size_t copy_bytes_of(const AccumulateTarget& t, uint64_t n) {
+  return round_up(n * size_of(t.type), kCopyAlign);
+}
+
 // A scratch area per launching thread for the private copies, grown as needed and kept: the
 // launches of a replay loop reuse it.
 std::byte* scratch(size_t bytes) {
@@ -99,7 +105,7 @@ bool private_fits(const AccumulateInfo& info, std::span<const uint64_t> args, si
     if (n > kPrivateMaxBytes)  // too large whatever its type (and n * size cannot overflow)
       return false;
     elems += n;
-    bytes += round_up(n * size_of(t.type), kCopyAlign);
+    bytes += copy_bytes_of(t, n);
   }
   return bytes <= kPrivateMaxBytes && elems <= size / n_threads / kPrivateMinLanesPerElem;
 }
@@ -128,18 +134,6 @@ AccumulateInfo accumulate_info(const KernelIR& ir) {
   return info;
 }
 
-const char* to_string(AccumulateStrategy s) {
-  switch (s) {
-    case AccumulateStrategy::Alone:
-      return "alone";
-    case AccumulateStrategy::Private:
-      return "private";
-    case AccumulateStrategy::Atomic:
-      return "atomic";
-  }
-  return "?";
-}
-
 AccumulateStrategy choose_accumulate(const AccumulateInfo& info, std::span<const uint64_t> args,
                                      size_t size, size_t n_blocks, unsigned n_threads,
                                      uint64_t work_per_elem, uint64_t atomic_work) {
@@ -162,7 +156,7 @@ void run_privatized(ThreadPool& pool, KernelFn fn, const AccumulateInfo& info,
   for (size_t t = 0; t < n_targets; ++t) {
     lengths[t] = target_length(info.targets[t], args);
     offsets[t] = copy_bytes;
-    copy_bytes += round_up(lengths[t] * size_of(info.targets[t].type), kCopyAlign);
+    copy_bytes += copy_bytes_of(info.targets[t], lengths[t]);
   }
   // One part per thread, each a whole number of kBlockAlign lanes (only the last has a tail).
   const size_t n_threads = pool.n_threads();

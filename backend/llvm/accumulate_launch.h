@@ -52,7 +52,6 @@ enum class AccumulateStrategy : uint8_t {
             // private copies, all exclusive; the copies are added to the targets afterwards
   Atomic,   // the launch's plan, atomic adds
 };
-const char* to_string(AccumulateStrategy s);
 
 /// A private copy (all targets of one part) may take at most this many bytes: beyond it the
 /// copies leave the cache and zeroing and merging them costs more than the atomics they save.
@@ -73,11 +72,12 @@ AccumulateStrategy choose_accumulate(const AccumulateInfo& info, std::span<const
                                      size_t size, size_t n_blocks, unsigned n_threads,
                                      uint64_t work_per_elem, uint64_t atomic_work);
 
-/// Runs a Private launch of `fn` (args: the launch's arguments followed by the mode word,
-/// which this sets) over `size` lanes in one part per pool thread, then adds the private
-/// copies into the targets. `wake` as ThreadPool::run's. The copies live in a scratch area of
-/// the calling thread, kept for its next launch (at most (threads - 1) * kPrivateMaxBytes;
-/// outside the allocator's statistics, which count the program's arrays).
+/// Runs a Private launch of `fn` with the launch's arguments `args` over `size` lanes in one
+/// part per pool thread (each part gets its own copy of the arguments, its targets redirected
+/// and the Exclusive mode word appended), then adds the private copies into the targets. `wake` as
+/// ThreadPool::run's. The copies live in a scratch area of the calling thread, kept for its next
+/// launch (at most (threads - 1) * kPrivateMaxBytes; outside the allocator's statistics, which
+/// count the program's arrays).
 void run_privatized(ThreadPool& pool, KernelFn fn, const AccumulateInfo& info,
                     std::span<const uint64_t> args, size_t size, bool wake);
 

@@ -23,7 +23,8 @@ constexpr Weight kSqrt{12, 45};        // vsqrtps / vsqrtpd
 constexpr Weight kTranscend{50, 125};  // libmvec exp, log, sin, cos
 constexpr Weight kGather{55, 55};      // one load per lane, whatever the width
 constexpr Weight kScatter{55, 55};     // not measured: scalarised like a gather
-constexpr Weight kScatterAdd{80, 80};  // not measured: a scatter plus an atomic per lane
+constexpr Weight kScatterAdd{80, 80};  // not measured: a scatter plus an add per lane (what
+                                       // atomics add is LlvmTuning::atomic_accumulate_work's)
 constexpr Weight kIntDiv{300, 600};    // scalarised: one idiv per lane plus the trap guard
 
 }  // namespace
