@@ -625,3 +625,51 @@ TEST_CASE("the reference interpreter refuses what it does not understand", "[cud
   m.allow(&word, 4);
   CHECK_NOTHROW(m.launch("k", 1, 1, params));
 }
+
+TEST_CASE("round, trunc, copysign and the bit counts are exact; other new math is refused",
+          "[cuda_codegen][math]") {
+  auto check = [&]<class T>() {
+    using L = std::numeric_limits<T>;
+    std::vector<T> in = {T(0.5),
+                         T(-0.5),
+                         T(1.5),
+                         T(-2.5),
+                         T(0.49),
+                         T(-0.0),
+                         T(0),
+                         L::infinity(),
+                         -L::infinity(),
+                         L::quiet_NaN(),
+                         L::max(),
+                         L::denorm_min(),
+                         T(1) / L::epsilon() - T(0.5),
+                         T(0.5) - L::epsilon() / 4,
+                         T(-7.75)};
+    std::vector<T> r = run_math(IrOp::Round, in), t = run_math(IrOp::Trunc, in);
+    for (size_t i = 0; i < in.size(); ++i) {
+      INFO(in[i]);
+      T want_r = std::round(in[i]), want_t = std::trunc(in[i]);
+      CHECK((std::isnan(want_r) ? std::isnan(r[i]) : r[i] == want_r));
+      CHECK(std::signbit(r[i]) == std::signbit(want_r));
+      CHECK((std::isnan(want_t) ? std::isnan(t[i]) : t[i] == want_t));
+      CHECK(std::signbit(t[i]) == std::signbit(want_t));
+    }
+  };
+  check.operator()<float>();
+  check.operator()<double>();
+  // The transcendental opcodes without a PTX routine: a clear error naming the opcode.
+  for (IrOp op : {IrOp::Tan, IrOp::Tanh, IrOp::Erf, IrOp::Atan2, IrOp::Pow}) {
+    KernelIR ir;
+    ir.params = {{ParamKind::BufferIn, ScalarType::Float32},
+                 {ParamKind::BufferOut, ScalarType::Float32}};
+    uint32_t x = ir.emit(IrOp::Load, ScalarType::Float32, {0});
+    bool binary = op == IrOp::Atan2 || op == IrOp::Pow;
+    uint32_t v =
+        binary ? ir.emit(op, ScalarType::Float32, {x, x}) : ir.emit(op, ScalarType::Float32, {x});
+    ir.emit(IrOp::Store, ScalarType::Float32, {1, v});
+    ir.finalize();
+    REQUIRE_THROWS_AS(emit_ptx_kernel(ir, "k"), BackendError);
+    CHECK_THROWS_WITH(emit_ptx_kernel(ir, "k"), Catch::Matchers::Contains(to_string(op)) &&
+                                                    Catch::Matchers::Contains("llvm backend"));
+  }
+}

@@ -102,7 +102,7 @@ TEST_CASE("tools: the text view has the summary, the op table and the kernels", 
   ff::format::ParsedFile f = parsed("compress.ffr");
   const auto& d = *f.recordings[0];
   std::string t = ff::dump::text(f, {});
-  CHECK_THAT(t, Contains("format 1.2") && Contains("backend 'llvm'"));
+  CHECK_THAT(t, Contains("format 1.3") && Contains("backend 'llvm'"));
   CHECK_THAT(t, Contains("ops " + std::to_string(d.ops.size()) + " ("));
   CHECK_THAT(t, Contains("kernels " + std::to_string(d.kernels.size()) + ", slots " +
                          std::to_string(d.slots.size()) + ", guards " +
@@ -131,7 +131,7 @@ TEST_CASE("tools: the JSON view follows its schema and its counts match the API'
     nlohmann::json j = nlohmann::json::parse(ff::dump::json(parsed(name), {}).dump());
     CHECK(j["schema"] == "freezeframe.recording-dump");
     CHECK(j["schema_version"] == 1);
-    CHECK(j["file"]["format_version"] == "1.2");
+    CHECK(j["file"]["format_version"] == "1.3");
     const auto& rec = j["recordings"][0];
     CHECK(rec["counts"]["ops"] == r.n_ops());
     CHECK(rec["counts"]["kernels"] == r.n_kernels());
@@ -291,10 +291,16 @@ TEST_CASE("tools: recorder-dump prints a summary, kernels, JSON and a graph dot 
   Result k = dump({data("compress.ffr"), "--kernels"});
   CHECK(k.status == 0);
   CHECK_THAT(k.out, Contains("param 0"));
+  // The math opcodes by name (the "math" sample uses every one after the first 41).
+  Result mk = dump({data("math.ffr"), "--kernels"});
+  CHECK(mk.status == 0);
+  for (const char* op : {"= tan.", "= asinh.", "= erf.", "= round.", "= popcnt.", "= ctz.",
+                         "= atan2.", "= pow.", "= copysign."})
+    CHECK_THAT(mk.out, Contains(op));
   Result j = dump({data("multi.ffr"), "--json"});
   REQUIRE(j.status == 0);
   nlohmann::json parsed_json = nlohmann::json::parse(j.out);
-  CHECK(parsed_json["recordings"].size() == 5);
+  CHECK(parsed_json["recordings"].size() == 6);
   Result one = dump({data("multi.ffr"), "--json", "--recording", "3"});
   REQUIRE(one.status == 0);
   CHECK(nlohmann::json::parse(one.out)["recordings"][0]["index"] == 3);
@@ -332,10 +338,10 @@ TEST_CASE("tools: recorder-dump shows a capture and each recording of a multi-re
   CHECK_THAT(c.out, Contains("whole-session capture"));
   Result m = dump({data("multi.ffr")});
   CHECK(m.status == 0);
-  CHECK_THAT(m.out, Contains("5 recording(s)") && Contains("recording 4:"));
-  Result bad = dump({data("multi.ffr"), "--recording", "5"});
+  CHECK_THAT(m.out, Contains("6 recording(s)") && Contains("recording 5:"));
+  Result bad = dump({data("multi.ffr"), "--recording", "6"});
   CHECK(bad.status == 2);
-  CHECK_THAT(bad.err, Contains("holds 5 recording(s)"));
+  CHECK_THAT(bad.err, Contains("holds 6 recording(s)"));
 }
 
 TEST_CASE("tools: recorder-dump refuses a negative or non-numeric --recording",
@@ -345,7 +351,7 @@ TEST_CASE("tools: recorder-dump refuses a negative or non-numeric --recording",
     Result r = dump({data("multi.ffr"), "--recording", k});
     CHECK(r.status == 2);
     CHECK_THAT(r.err, Contains(std::string("--recording ") + k + ": not a recording index") &&
-                          Contains("holds 5 recording(s)"));
+                          Contains("holds 6 recording(s)"));
     CHECK_THAT(r.err, !Contains("18446744073709551615"));
     CHECK(r.out.empty());
   }
@@ -392,7 +398,7 @@ TEST_CASE("tools: recorder-dump: usage, --help, --version, a missing and a damag
   CHECK_THAT(help.out, Contains("Usage") && Contains("--diff"));
   Result version = dump({"--version"});
   CHECK(version.status == 0);
-  CHECK_THAT(version.out, Contains("freezeframe") && Contains("format 1.2"));
+  CHECK_THAT(version.out, Contains("freezeframe") && Contains("format 1.3"));
   Result none = dump({});
   CHECK(none.status == 2);
   CHECK_THAT(none.err, Contains("FILE is required") && Contains("Usage"));

@@ -131,6 +131,15 @@ bool fold_float(IrOp op, const uint64_t* in, uint64_t& out) {
     case IrOp::Ceil:
       out = propagate_nan<T>(in, 1, out) ? out : to_bits<T>(std::ceil(a));
       return true;
+    case IrOp::Round:  // halfway cases away from zero, as llvm.round and the PTX sequence
+      out = propagate_nan<T>(in, 1, out) ? out : to_bits<T>(std::round(a));
+      return true;
+    case IrOp::Trunc:
+      out = propagate_nan<T>(in, 1, out) ? out : to_bits<T>(std::trunc(a));
+      return true;
+    case IrOp::Copysign:  // bits only, like llvm.copysign: a NaN's payload stays
+      out = (in[0] & ~kSignBit<T>) | (in[1] & kSignBit<T>);
+      return true;
     case IrOp::Add:
       out = propagate_nan<T>(in, 2, out) ? out : to_bits<T>(a + b);
       return true;
@@ -213,6 +222,15 @@ bool fold_integer(IrOp op, const uint64_t* in, uint64_t& out) {
     case IrOp::Shr:  // arithmetic for signed types (C++20), logical for unsigned
       out = to_bits<T>(static_cast<T>(a >> (ub & (kBits - 1))));
       return true;
+    case IrOp::Popcnt:  // counts in T's type; clz(0) == ctz(0) == the width
+      out = to_bits<T>(static_cast<T>(std::popcount(ua)));
+      return true;
+    case IrOp::Clz:
+      out = to_bits<T>(static_cast<T>(std::countl_zero(ua)));
+      return true;
+    case IrOp::Ctz:
+      out = to_bits<T>(static_cast<T>(std::countr_zero(ua)));
+      return true;
     default:
       return false;
   }
@@ -288,6 +306,22 @@ bool fold(IrOp op, ScalarType type, ScalarType operand_type, const uint64_t* in,
     case IrOp::Log:
     case IrOp::Sin:
     case IrOp::Cos:
+    case IrOp::Tan:
+    case IrOp::Asin:
+    case IrOp::Acos:
+    case IrOp::Atan:
+    case IrOp::Sinh:
+    case IrOp::Cosh:
+    case IrOp::Tanh:
+    case IrOp::Asinh:
+    case IrOp::Acosh:
+    case IrOp::Atanh:
+    case IrOp::Exp2:
+    case IrOp::Log2:
+    case IrOp::Erf:
+    case IrOp::Cbrt:
+    case IrOp::Atan2:
+    case IrOp::Pow:
       return false;  // left to kernels, so folding never differs from libm-vs-JIT results
     case IrOp::Select:
       result = in[0] ? in[1] : in[2];

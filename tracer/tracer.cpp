@@ -84,14 +84,6 @@ void dec_ref(Handle h) noexcept {
 
 namespace {
 
-const char* op_name(Op op) {
-  static const char* const names[] = {"neg",   "not",  "abs", "sqrt", "exp", "log",   "sin", "cos",
-                                      "floor", "ceil", "add", "sub",  "mul", "div",   "mod", "min",
-                                      "max",   "and",  "or",  "xor",  "shl", "shr",   "eq",  "ne",
-                                      "lt",    "le",   "gt",  "ge",   "fma", "select"};
-  return names[static_cast<int>(op)];
-}
-
 IrOp to_ir(Op op) {
   switch (op) {
     case Op::Neg:
@@ -154,6 +146,50 @@ IrOp to_ir(Op op) {
       return IrOp::Fma;
     case Op::Select:
       return IrOp::Select;
+    case Op::Tan:
+      return IrOp::Tan;
+    case Op::Asin:
+      return IrOp::Asin;
+    case Op::Acos:
+      return IrOp::Acos;
+    case Op::Atan:
+      return IrOp::Atan;
+    case Op::Sinh:
+      return IrOp::Sinh;
+    case Op::Cosh:
+      return IrOp::Cosh;
+    case Op::Tanh:
+      return IrOp::Tanh;
+    case Op::Asinh:
+      return IrOp::Asinh;
+    case Op::Acosh:
+      return IrOp::Acosh;
+    case Op::Atanh:
+      return IrOp::Atanh;
+    case Op::Exp2:
+      return IrOp::Exp2;
+    case Op::Log2:
+      return IrOp::Log2;
+    case Op::Erf:
+      return IrOp::Erf;
+    case Op::Cbrt:
+      return IrOp::Cbrt;
+    case Op::Round:
+      return IrOp::Round;
+    case Op::Trunc:
+      return IrOp::Trunc;
+    case Op::Popcnt:
+      return IrOp::Popcnt;
+    case Op::Clz:
+      return IrOp::Clz;
+    case Op::Ctz:
+      return IrOp::Ctz;
+    case Op::Atan2:
+      return IrOp::Atan2;
+    case Op::Pow:
+      return IrOp::Pow;
+    case Op::Copysign:
+      return IrOp::Copysign;
   }
   return IrOp::Add;
 }
@@ -323,7 +359,7 @@ VarId unary_local(Op op, VarId a) {
     inc_local(a);  // |x| of an unsigned value is x
     return a;
   }
-  return make_op(to_ir(op), t, decide_size(op_name(op), {a}), {a});
+  return make_op(to_ir(op), t, decide_size(to_string(to_ir(op)), {a}), {a});
 }
 
 VarId ternary_local(Op op, VarId a, VarId b, VarId c) {
@@ -431,9 +467,10 @@ VarId binary_local(Op op, VarId a, VarId b) {
   settle({a, b});
   TracerState& s = state();
   ScalarType t = s[a].type;
-  check_type(op_name(op), s[b].type, t);
+  check_type(to_string(to_ir(op)), s[b].type, t);
   bool cmp = op >= Op::Eq && op <= Op::Ge;
-  return make_op(to_ir(op), cmp ? ScalarType::Bool : t, decide_size(op_name(op), {a, b}), {a, b});
+  return make_op(to_ir(op), cmp ? ScalarType::Bool : t, decide_size(to_string(to_ir(op)), {a, b}),
+                 {a, b});
 }
 
 VarId cast_local(ScalarType t, VarId a) {

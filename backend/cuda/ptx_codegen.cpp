@@ -96,9 +96,16 @@ class KernelEmitter {
   KernelEmitter(const KernelIR& ir, const PtxOptions& options)
       : ir_(ir), options_(options), unroll_(options.unroll ? options.unroll : 1) {
     // Kernels with inline math routines are compute bound and long: one element per round.
-    for (const IrInstr& in : ir.instrs)
-      if (in.op == IrOp::Exp || in.op == IrOp::Log || in.op == IrOp::Sin || in.op == IrOp::Cos)
-        unroll_ = 1;
+    for (const IrInstr& in : ir.instrs) {
+      if (op_facts(in.op).cost != CostClass::Transcendental)
+        continue;
+      if (!has_ptx_math(in.op))
+        throw BackendError("cuda backend: kernel " + ir.hash.to_hex() + " uses " +
+                           to_string(in.op) +
+                           ", which has no PTX routine yet (exp, log, sin and cos have): run it "
+                           "on the llvm backend");
+      unroll_ = 1;
+    }
   }
 
   std::string emit(const std::string& name);
@@ -426,6 +433,25 @@ std::string KernelEmitter::emit_instr(const IrInstr& in, const std::string& i, u
     case IrOp::Cos:
     case IrOp::Floor:
     case IrOp::Ceil:
+    case IrOp::Tan:
+    case IrOp::Asin:
+    case IrOp::Acos:
+    case IrOp::Atan:
+    case IrOp::Sinh:
+    case IrOp::Cosh:
+    case IrOp::Tanh:
+    case IrOp::Asinh:
+    case IrOp::Acosh:
+    case IrOp::Atanh:
+    case IrOp::Exp2:
+    case IrOp::Log2:
+    case IrOp::Erf:
+    case IrOp::Cbrt:
+    case IrOp::Round:
+    case IrOp::Trunc:
+    case IrOp::Popcnt:
+    case IrOp::Clz:
+    case IrOp::Ctz:
       return emit_unary(in, u);
     case IrOp::Cast:
       return emit_cast(ir_.instrs[in.a].type, t, val(in.a, u));
@@ -446,6 +472,9 @@ std::string KernelEmitter::emit_instr(const IrInstr& in, const std::string& i, u
     case IrOp::Xor:
     case IrOp::Shl:
     case IrOp::Shr:
+    case IrOp::Atan2:
+    case IrOp::Pow:
+    case IrOp::Copysign:
       return emit_binary(in, u);
     case IrOp::Eq:
     case IrOp::Ne:
@@ -546,6 +575,52 @@ std::string KernelEmitter::emit_unary(const IrInstr& in, unsigned u) {
     case IrOp::Ceil:
       w_.op("cvt.rpi.{}.{} {}, {}", arith(t), arith(t), r, a);
       return r;
+    case IrOp::Trunc:
+      w_.op("cvt.rzi.{}.{} {}, {}", arith(t), arith(t), r, a);
+      return r;
+    case IrOp::Round: {
+      // Halfway cases away from zero (cvt.rni would round them to even): truncate, then step
+      // one away from zero where the dropped fraction (exact) is at least a half. Infinities
+      // give inf - inf = NaN, which fails the test and keeps them.
+      bool wide = size_of(t) == 8;
+      const char* sign = wide ? "0x8000000000000000" : "0x80000000";
+      std::string frac = reg(t), mag = reg(t), one = reg(t), bits_a = wide ? b64() : b32(),
+                  bits_f = wide ? b64() : b32(), half = pred();
+      w_.op("cvt.rzi.{}.{} {}, {}", arith(t), arith(t), r, a);
+      w_.op("sub.rn.{} {}, {}, {}", arith(t), frac, a, r);
+      w_.op("mov.{} {}, {}", bits(t), bits_f, frac);
+      w_.op("and.{} {}, {}, {}", bits(t), bits_f, bits_f,
+            wide ? "0x7FFFFFFFFFFFFFFF" : "0x7FFFFFFF");
+      w_.op("mov.{} {}, {}", bits(t), mag, bits_f);
+      w_.op("setp.ge.{} {}, {}, {}", arith(t), half, mag,
+            wide ? "0d3FE0000000000000" : "0f3F000000");
+      w_.op("mov.{} {}, {}", bits(t), bits_a, a);  // +-1 with the sign of a
+      w_.op("and.{} {}, {}, {}", bits(t), bits_a, bits_a, sign);
+      w_.op("or.{} {}, {}, {}", bits(t), bits_a, bits_a,
+            wide ? "0x3FF0000000000000" : "0x3F800000");
+      w_.op("mov.{} {}, {}", bits(t), one, bits_a);
+      w_.op("@{} add.rn.{} {}, {}, {}", half, arith(t), r, r, one);
+      return r;
+    }
+    case IrOp::Popcnt:
+    case IrOp::Clz:
+    case IrOp::Ctz: {
+      // popc/clz count into a u32; ctz(x) = popc((x & -x) - 1), which is the width for 0.
+      bool wide = size_of(t) == 8;
+      std::string src = a;
+      if (in.op == IrOp::Ctz) {
+        std::string low = wide ? b64() : b32();
+        w_.op("neg.{} {}, {}", wide ? "s64" : "s32", low, a);
+        w_.op("and.{} {}, {}, {}", bits(t), low, low, a);
+        w_.op("sub.{} {}, {}, 1", wide ? "s64" : "s32", low, low);
+        src = low;
+      }
+      std::string count = wide ? b32() : r;
+      w_.op("{}.{} {}, {}", in.op == IrOp::Clz ? "clz" : "popc", bits(t), count, src);
+      if (wide)
+        w_.op("cvt.u64.u32 {}, {}", r, count);
+      return r;
+    }
     case IrOp::Exp:
     case IrOp::Log:
     case IrOp::Sin:
@@ -617,6 +692,17 @@ std::string KernelEmitter::emit_binary(const IrInstr& in, unsigned u) {
     case IrOp::Xor: {
       const char* name = in.op == IrOp::And ? "and" : in.op == IrOp::Or ? "or" : "xor";
       w_.op("{}.{} {}, {}, {}", name, t == ScalarType::Bool ? "pred" : bits(t), r, a, b);
+      return r;
+    }
+    case IrOp::Copysign: {
+      // On the bits: |a| with b's sign bit, NaN payloads kept (as llvm.copysign).
+      std::string x = wide ? b64() : b32(), y = wide ? b64() : b32();
+      w_.op("mov.{} {}, {}", bits(t), x, a);
+      w_.op("mov.{} {}, {}", bits(t), y, b);
+      w_.op("and.{} {}, {}, {}", bits(t), x, x, wide ? "0x7FFFFFFFFFFFFFFF" : "0x7FFFFFFF");
+      w_.op("and.{} {}, {}, {}", bits(t), y, y, wide ? "0x8000000000000000" : "0x80000000");
+      w_.op("or.{} {}, {}, {}", bits(t), x, x, y);
+      w_.op("mov.{} {}, {}", bits(t), r, x);
       return r;
     }
     case IrOp::Shl:

@@ -424,6 +424,10 @@ std::string emit_math(PtxWriter& w, IrOp op, ScalarType t, const std::string& x)
   }
 }
 
+bool has_ptx_math(IrOp op) {
+  return op == IrOp::Exp || op == IrOp::Log || op == IrOp::Sin || op == IrOp::Cos;
+}
+
 bool math_needs_globals(IrOp op) {
   return op == IrOp::Sin || op == IrOp::Cos;
 }

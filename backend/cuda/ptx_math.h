@@ -34,6 +34,10 @@ inline constexpr double kMathUlpBound = 2.0;
 /// t's class. Returns the result register.
 std::string emit_math(PtxWriter& w, IrOp op, ScalarType t, const std::string& x);
 
+/// True for the opcodes emit_math() has a routine for (the other transcendental opcodes have
+/// none yet: the code generator refuses kernels that use them).
+bool has_ptx_math(IrOp op);
+
 /// True when op's routine reads the module-scope table from ptx_math_globals().
 bool math_needs_globals(IrOp op);
 

@@ -72,12 +72,16 @@ constexpr std::array<OpFacts, kNumIrOps> make_table() {
   set(IrOp::Store, store());
   set(IrOp::Scatter, scatter(false));
   set(IrOp::ScatterAdd, scatter(true));
-  for (IrOp op :
-       {IrOp::Neg, IrOp::Not, IrOp::Abs, IrOp::Floor, IrOp::Ceil, IrOp::Cast, IrOp::Bitcast})
+  for (IrOp op : {IrOp::Neg, IrOp::Not, IrOp::Abs, IrOp::Floor, IrOp::Ceil, IrOp::Cast,
+                  IrOp::Bitcast, IrOp::Round, IrOp::Trunc, IrOp::Popcnt, IrOp::Clz, IrOp::Ctz})
     set(op, pure(fa));
   set(IrOp::Sqrt, pure(fa, C::Sqrt));
-  for (IrOp op : {IrOp::Exp, IrOp::Log, IrOp::Sin, IrOp::Cos})
+  for (IrOp op : {IrOp::Exp, IrOp::Log, IrOp::Sin, IrOp::Cos, IrOp::Tan, IrOp::Asin, IrOp::Acos,
+                  IrOp::Atan, IrOp::Sinh, IrOp::Cosh, IrOp::Tanh, IrOp::Asinh, IrOp::Acosh,
+                  IrOp::Atanh, IrOp::Exp2, IrOp::Log2, IrOp::Erf, IrOp::Cbrt})
     set(op, pure(fa, C::Transcendental));
+  for (IrOp op : {IrOp::Atan2, IrOp::Pow})
+    set(op, pure(fa | fb, C::Transcendental));
   set(IrOp::Div, pure(fa | fb, C::Divide));
   set(IrOp::Mod, pure(fa | fb, C::Divide));
   set(IrOp::Fma, pure(fa | fb | fc));

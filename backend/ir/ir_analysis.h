@@ -81,7 +81,7 @@ enum class CostClass : uint8_t {
   ScatterAdd,      // an indexed atomic accumulation
   Sqrt,            // square root
   Divide,          // Div, Mod (float and integer cost differ)
-  Transcendental,  // Exp, Log, Sin, Cos
+  Transcendental,  // Exp, Log, Sin, Cos, Tan, ..., Atan2, Pow: a libm-class routine
 };
 
 /// Everything the IR says about an opcode apart from its semantics and typing rules.

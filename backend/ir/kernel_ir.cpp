@@ -41,7 +41,11 @@ const char* to_string(IrOp op) {
       "mod",     "min",     "max",     "and",         "or",
       "xor",     "shl",     "shr",     "eq",          "ne",
       "lt",      "le",      "gt",      "ge",          "fma",
-      "select"};
+      "select",  "tan",     "asin",    "acos",        "atan",
+      "sinh",    "cosh",    "tanh",    "asinh",       "acosh",
+      "atanh",   "exp2",    "log2",    "erf",         "cbrt",
+      "round",   "trunc",   "popcnt",  "clz",         "ctz",
+      "atan2",   "pow",     "copysign"};
   auto i = static_cast<unsigned>(op);
   return i < kNumIrOps ? names[i] : "invalid-op";
 }
@@ -435,8 +439,30 @@ class IrValidator {
       case IrOp::Cos:
       case IrOp::Floor:
       case IrOp::Ceil:
+      case IrOp::Tan:
+      case IrOp::Asin:
+      case IrOp::Acos:
+      case IrOp::Atan:
+      case IrOp::Sinh:
+      case IrOp::Cosh:
+      case IrOp::Tanh:
+      case IrOp::Asinh:
+      case IrOp::Acosh:
+      case IrOp::Atanh:
+      case IrOp::Exp2:
+      case IrOp::Log2:
+      case IrOp::Erf:
+      case IrOp::Cbrt:
+      case IrOp::Round:
+      case IrOp::Trunc:
         if (!is_float(type()))
           fail("needs a float type");
+        break;
+      case IrOp::Popcnt:
+      case IrOp::Clz:
+      case IrOp::Ctz:
+        if (!is_integer(type()))
+          fail("needs an integer type");
         break;
       case IrOp::Cast:
         value(in.a, "operand");  // any type to any type
@@ -477,6 +503,12 @@ class IrValidator {
       case IrOp::Xor:
         if (is_float(type()))
           fail("needs an integer or bool type");
+        break;
+      case IrOp::Atan2:
+      case IrOp::Pow:
+      case IrOp::Copysign:
+        if (!is_float(type()))
+          fail("needs a float type");
         break;
       default:
         return false;

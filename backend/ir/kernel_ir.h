@@ -68,8 +68,33 @@ enum class IrOp : uint8_t {
   // Ternary.
   Fma = 39,     // a * b + c (fused for floats)
   Select = 40,  // a: Bool mask, b: value if true, c: value if false
+  // Unary float math (a), after the first 41.
+  Tan = 41,
+  Asin = 42,
+  Acos = 43,
+  Atan = 44,
+  Sinh = 45,
+  Cosh = 46,
+  Tanh = 47,
+  Asinh = 48,
+  Acosh = 49,
+  Atanh = 50,
+  Exp2 = 51,
+  Log2 = 52,
+  Erf = 53,
+  Cbrt = 54,
+  Round = 55,  // halfway cases away from zero (std::round)
+  Trunc = 56,
+  // Unary integer bit counts (a); the result has the operand's type.
+  Popcnt = 57,
+  Clz = 58,  // clz(0) == the bit width
+  Ctz = 59,  // ctz(0) == the bit width
+  // Binary float math (a, b).
+  Atan2 = 60,     // atan2(a = y, b = x)
+  Pow = 61,       // pow(a = base, b = exponent)
+  Copysign = 62,  // |a| with the sign bit of b
 };
-inline constexpr int kNumIrOps = 41;
+inline constexpr int kNumIrOps = 63;
 const char* to_string(IrOp op);
 
 /// Which operand fields of an instruction with opcode `op` it uses (bit 0 = a, ... bit 4 = e):

@@ -104,7 +104,9 @@ class KernelEmitter {
   Value* spill(Value* v);
   void emit_range_report(const IrInstr& in, Value* idx, Value* in_range, Value* mask);
   Value* emit_unary(const IrInstr& in);
-  Value* emit_vector_math(const char* name, ScalarType t, Value* a);
+  Value* emit_vector_math(const char* name, ScalarType t, llvm::ArrayRef<Value*> args);
+  Value* emit_libm_lanes(const char* name, ScalarType t, llvm::ArrayRef<Value*> args);
+  Value* emit_math(const char* name, ScalarType t, llvm::ArrayRef<Value*> args, Intr::ID fallback);
   Value* emit_binary(const IrInstr& in);
   Value* emit_compare(const IrInstr& in);
   Value* emit_cast(ScalarType from, ScalarType to, Value* v);
@@ -528,6 +530,25 @@ Value* KernelEmitter::emit_instr(const IrInstr& in, Value* i, Value* tail) {
     case IrOp::Cos:
     case IrOp::Floor:
     case IrOp::Ceil:
+    case IrOp::Tan:
+    case IrOp::Asin:
+    case IrOp::Acos:
+    case IrOp::Atan:
+    case IrOp::Sinh:
+    case IrOp::Cosh:
+    case IrOp::Tanh:
+    case IrOp::Asinh:
+    case IrOp::Acosh:
+    case IrOp::Atanh:
+    case IrOp::Exp2:
+    case IrOp::Log2:
+    case IrOp::Erf:
+    case IrOp::Cbrt:
+    case IrOp::Round:
+    case IrOp::Trunc:
+    case IrOp::Popcnt:
+    case IrOp::Clz:
+    case IrOp::Ctz:
       return emit_unary(in);
     case IrOp::Cast:
       return emit_cast(ir_.instrs[in.a].type, t, vals_[in.a]);
@@ -545,6 +566,9 @@ Value* KernelEmitter::emit_instr(const IrInstr& in, Value* i, Value* tail) {
     case IrOp::Xor:
     case IrOp::Shl:
     case IrOp::Shr:
+    case IrOp::Atan2:
+    case IrOp::Pow:
+    case IrOp::Copysign:
       return emit_binary(in);
     case IrOp::Eq:
     case IrOp::Ne:
@@ -802,11 +826,11 @@ void KernelEmitter::emit_range_report(const IrInstr& in, Value* idx, Value* in_r
   b_.SetInsertPoint(cont);
 }
 
-// exp/log/sin/cos of a vector through libmvec's vector-function ABI (_ZGVeN16v_expf: 'e' =
-// AVX-512, 16 lanes, one vector argument), in pieces of its width; nullptr when it does not
-// apply (no libmvec, scalar code, a width that does not divide ours): LLVM then scalarises
-// the intrinsic into libm calls, ~10x slower.
-Value* KernelEmitter::emit_vector_math(const char* name, ScalarType t, Value* a) {
+// Math of a vector through libmvec's vector-function ABI (_ZGVeN16v_expf: 'e' = AVX-512, 16
+// lanes, one vector argument; `vv` for two), in pieces of its width; nullptr when it does not
+// apply (no libmvec, scalar code, a width that does not divide ours).
+Value* KernelEmitter::emit_vector_math(const char* name, ScalarType t,
+                                       llvm::ArrayRef<Value*> args) {
   if (w_ == 1 || !target_.vector_math_isa || !is_float(t))
     return nullptr;
   bool single = t == ScalarType::Float32;
@@ -814,10 +838,11 @@ Value* KernelEmitter::emit_vector_math(const char* name, ScalarType t, Value* a)
   if (n == 0 || w_ % n != 0 || ((w_ / n) & (w_ / n - 1)) != 0)
     return nullptr;
   std::string symbol = "_ZGV" + std::string(1, target_.vector_math_isa) + "N" + std::to_string(n) +
-                       "v_" + name + (single ? "f" : "");
+                       std::string(args.size(), 'v') + "_" + name + (single ? "f" : "");
   auto* piece_ty = llvm::FixedVectorType::get(elem_ty(t), n);
+  std::vector<Type*> arg_tys(args.size(), piece_ty);
   llvm::FunctionCallee fn =
-      module_.getOrInsertFunction(symbol, llvm::FunctionType::get(piece_ty, {piece_ty}, false));
+      module_.getOrInsertFunction(symbol, llvm::FunctionType::get(piece_ty, arg_tys, false));
   if (auto* f = llvm::dyn_cast<llvm::Function>(fn.getCallee())) {
     f->setDoesNotThrow();
     f->setDoesNotAccessMemory();  // pure: unused results can go
@@ -827,8 +852,10 @@ Value* KernelEmitter::emit_vector_math(const char* name, ScalarType t, Value* a)
     llvm::SmallVector<int, 16> lanes;
     for (unsigned i = 0; i < n; ++i)
       lanes.push_back(static_cast<int>(k + i));
-    Value* piece = n == w_ ? a : b_.CreateShuffleVector(a, lanes);
-    pieces.push_back(b_.CreateCall(fn, {piece}));
+    llvm::SmallVector<Value*, 2> piece_args;
+    for (Value* a : args)
+      piece_args.push_back(n == w_ ? a : b_.CreateShuffleVector(a, lanes));
+    pieces.push_back(b_.CreateCall(fn, piece_args));
   }
   // Concatenate neighbours until one vector of w_ lanes is left.
   while (pieces.size() > 1) {
@@ -846,14 +873,50 @@ Value* KernelEmitter::emit_vector_math(const char* name, ScalarType t, Value* a)
   return pieces[0];
 }
 
+// name(args) through the C library's scalar function (tanf, atan2, ...), one call per lane:
+// for functions LLVM 16 has no intrinsic for, where libmvec does not apply.
+Value* KernelEmitter::emit_libm_lanes(const char* name, ScalarType t, llvm::ArrayRef<Value*> args) {
+  Type* et = elem_ty(t);
+  std::string symbol = std::string(name) + (t == ScalarType::Float32 ? "f" : "");
+  std::vector<Type*> arg_tys(args.size(), et);
+  llvm::FunctionCallee fn =
+      module_.getOrInsertFunction(symbol, llvm::FunctionType::get(et, arg_tys, false));
+  if (auto* f = llvm::dyn_cast<llvm::Function>(fn.getCallee())) {
+    f->setDoesNotThrow();
+    f->setOnlyAccessesInaccessibleMemory();  // errno at most: a call nothing else reads
+  }
+  if (w_ == 1)
+    return b_.CreateCall(fn, args);
+  Value* out = llvm::PoisonValue::get(vec(et));
+  for (unsigned l = 0; l < w_; ++l) {
+    llvm::SmallVector<Value*, 2> lane_args;
+    for (Value* a : args)
+      lane_args.push_back(b_.CreateExtractElement(a, uint64_t{l}));
+    out = b_.CreateInsertElement(out, b_.CreateCall(fn, lane_args), uint64_t{l});
+  }
+  return out;
+}
+
+// libmvec where it applies, else LLVM's intrinsic `fallback` (which it scalarises into libm
+// calls, ~10x slower), or the C library per lane where LLVM 16 has no intrinsic
+// (Intr::not_intrinsic).
+Value* KernelEmitter::emit_math(const char* name, ScalarType t, llvm::ArrayRef<Value*> args,
+                                Intr::ID fallback) {
+  if (Value* v = emit_vector_math(name, t, args))
+    return v;
+  if (fallback == Intr::not_intrinsic)
+    return emit_libm_lanes(name, t, args);
+  if (args.size() == 1)
+    return b_.CreateUnaryIntrinsic(fallback, args[0]);
+  return b_.CreateBinaryIntrinsic(fallback, args[0], args[1]);
+}
+
 Value* KernelEmitter::emit_unary(const IrInstr& in) {
   ScalarType t = in.type;
   Value* a = vals_[in.a];
   auto intr = [&](Intr::ID id) { return b_.CreateUnaryIntrinsic(id, a); };
-  // libmvec where it applies, else the intrinsic (which LLVM scalarises into libm calls)
-  auto math = [&](const char* name, Intr::ID id) {
-    Value* v = emit_vector_math(name, t, a);
-    return v ? v : intr(id);
+  auto math = [&](const char* name, Intr::ID id = Intr::not_intrinsic) {
+    return emit_math(name, t, {a}, id);
   };
   switch (in.op) {
     case IrOp::Neg:
@@ -879,6 +942,50 @@ Value* KernelEmitter::emit_unary(const IrInstr& in) {
       return intr(Intr::floor);
     case IrOp::Ceil:
       return intr(Intr::ceil);
+    case IrOp::Tan:
+      return math("tan");
+    case IrOp::Asin:
+      return math("asin");
+    case IrOp::Acos:
+      return math("acos");
+    case IrOp::Atan:
+      return math("atan");
+    case IrOp::Sinh:
+      return math("sinh");
+    case IrOp::Cosh:
+      return math("cosh");
+    case IrOp::Tanh:
+      return math("tanh");
+    case IrOp::Asinh:
+      return math("asinh");
+    case IrOp::Acosh:
+      return math("acosh");
+    case IrOp::Atanh:
+      return math("atanh");
+    case IrOp::Exp2:
+      return math("exp2", Intr::exp2);
+    case IrOp::Log2:
+      return math("log2", Intr::log2);
+    case IrOp::Erf:
+      if (t == ScalarType::Float32) {
+        // libmvec's erff reaches 4.0 ulp; in double and rounded once it is within 0.51.
+        Value* wide = b_.CreateFPExt(a, val_ty(ScalarType::Float64));
+        return b_.CreateFPTrunc(emit_math("erf", ScalarType::Float64, {wide}, Intr::not_intrinsic),
+                                val_ty(t));
+      }
+      return math("erf");
+    case IrOp::Cbrt:
+      return math("cbrt");
+    case IrOp::Round:  // halfway away from zero, as std::round
+      return intr(Intr::round);
+    case IrOp::Trunc:
+      return intr(Intr::trunc);
+    case IrOp::Popcnt:
+      return intr(Intr::ctpop);
+    case IrOp::Clz:  // zero is not poison: clz(0) == the width
+      return b_.CreateBinaryIntrinsic(Intr::ctlz, a, b_.getFalse());
+    case IrOp::Ctz:
+      return b_.CreateBinaryIntrinsic(Intr::cttz, a, b_.getFalse());
     default:
       return nullptr;
   }
@@ -944,6 +1051,12 @@ Value* KernelEmitter::emit_binary(const IrInstr& in) {
         return b_.CreateShl(a, n);
       return sgn ? b_.CreateAShr(a, n) : b_.CreateLShr(a, n);
     }
+    case IrOp::Atan2:
+      return emit_math("atan2", t, {a, x}, Intr::not_intrinsic);
+    case IrOp::Pow:
+      return emit_math("pow", t, {a, x}, Intr::pow);
+    case IrOp::Copysign:
+      return b_.CreateBinaryIntrinsic(Intr::copysign, a, x);
     default:
       return nullptr;
   }

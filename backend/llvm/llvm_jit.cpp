@@ -160,7 +160,7 @@ LlvmJit::LlvmJit(const JitOptions& options) : impl_(std::make_shared<Impl>()) {
       t.vector_math_isa = t.avx512 ? 'e' : 'd';
       t.vector_math_bits = t.avx512 ? 512 : 256;
     } else {
-      ff::logging::llvm().info("libmvec not loaded ({}): exp/log/sin/cos call libm per element",
+      ff::logging::llvm().info("libmvec not loaded ({}): vector math calls libm per element",
                                llvm::toString(mvec.takeError()));
     }
   }

@@ -25,7 +25,8 @@ enum class Tier : uint8_t { Quick = 0, Optimized = 1 };
 /// How kernels are compiled; the defaults are what the backend uses.
 struct JitOptions {
   LoopStyle loop_style = LoopStyle::VectorSplitTail;
-  /// Vector exp/log/sin/cos call glibc's libmvec (at most 4 ulp from libm) when it loads.
+  /// Vector math (exp, log, sin, cos, tan, ..., atan2, pow) calls glibc's libmvec (at most 4
+  /// ulp from the exact result) when it loads.
   bool vector_math = true;
   /// LLVM codegen level of Tier::Optimized: 0 None, 1 Less, 2 Default, 3 Aggressive.
   /// (1 runs as fast as 2 and 3 on our IR and compiles faster.)

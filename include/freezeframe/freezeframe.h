@@ -5,6 +5,7 @@
 #include "freezeframe/errors.h"
 #include "freezeframe/freeze.h"
 #include "freezeframe/init.h"
+#include "freezeframe/math.h"
 #include "freezeframe/pcg32.h"
 #include "freezeframe/recording.h"
 #include "freezeframe/scalar_type.h"

@@ -258,11 +258,14 @@ void unary_cases(std::vector<CorpusCase>& out) {
     bool ints, bools, floats;
   };
 
-  const U ops[] = {{IrOp::Neg, true, false, true},    {IrOp::Abs, true, false, true},
-                   {IrOp::Not, true, true, false},    {IrOp::Sqrt, false, false, true},
-                   {IrOp::Floor, false, false, true}, {IrOp::Ceil, false, false, true},
-                   {IrOp::Exp, false, false, true},   {IrOp::Log, false, false, true},
-                   {IrOp::Sin, false, false, true},   {IrOp::Cos, false, false, true}};
+  const U ops[] = {{IrOp::Neg, true, false, true},     {IrOp::Abs, true, false, true},
+                   {IrOp::Not, true, true, false},     {IrOp::Sqrt, false, false, true},
+                   {IrOp::Floor, false, false, true},  {IrOp::Ceil, false, false, true},
+                   {IrOp::Exp, false, false, true},    {IrOp::Log, false, false, true},
+                   {IrOp::Sin, false, false, true},    {IrOp::Cos, false, false, true},
+                   {IrOp::Round, false, false, true},  {IrOp::Trunc, false, false, true},
+                   {IrOp::Popcnt, true, false, false}, {IrOp::Clz, true, false, false},
+                   {IrOp::Ctz, true, false, false}};
   for (const U& u : ops)
     for (ScalarType t : kAll) {
       bool ok = t == ScalarType::Bool ? u.bools : is_float(t) ? u.floats : u.ints;
@@ -321,12 +324,13 @@ void binary_cases(std::vector<CorpusCase>& out) {
     bool ints, bools, floats;
   };
 
-  const Bop ops[] = {{IrOp::Add, true, false, true},  {IrOp::Sub, true, false, true},
-                     {IrOp::Mul, true, false, true},  {IrOp::Div, true, false, true},
-                     {IrOp::Mod, true, false, false}, {IrOp::Min, true, false, true},
-                     {IrOp::Max, true, false, true},  {IrOp::And, true, true, false},
-                     {IrOp::Or, true, true, false},   {IrOp::Xor, true, true, false},
-                     {IrOp::Shl, true, false, false}, {IrOp::Shr, true, false, false}};
+  const Bop ops[] = {{IrOp::Add, true, false, true},      {IrOp::Sub, true, false, true},
+                     {IrOp::Mul, true, false, true},      {IrOp::Div, true, false, true},
+                     {IrOp::Mod, true, false, false},     {IrOp::Min, true, false, true},
+                     {IrOp::Max, true, false, true},      {IrOp::And, true, true, false},
+                     {IrOp::Or, true, true, false},       {IrOp::Xor, true, true, false},
+                     {IrOp::Shl, true, false, false},     {IrOp::Shr, true, false, false},
+                     {IrOp::Copysign, false, false, true}};
   for (const Bop& o : ops)
     for (ScalarType t : kAll) {
       bool ok = t == ScalarType::Bool ? o.bools : is_float(t) ? o.floats : o.ints;

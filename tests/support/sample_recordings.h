@@ -1,5 +1,5 @@
-// Small recordings that together use every op kind, guards, constants, aliasing and a
-// capture: the tool tests' files, the damaged-file tests' seeds and the fuzzer's corpus.
+// Small recordings that together use every op kind and IR opcode, guards, constants, aliasing
+// and a capture: the tool tests' files, the damaged-file tests' seeds and the fuzzer's corpus.
 #pragma once
 
 #include <freezeframe/freezeframe.h>
@@ -48,6 +48,17 @@ inline std::vector<std::pair<std::string, ff::Recording>> sample_recordings() {
         ff::scatter(y, 9.f, UInt32::from({0u}));  // into an input: copy-on-write
         return std::vector<AnyArray>{y, x + 1.f, ff::full<Float>(3.f, ff::width(x) / 2)};
       }));
+  out.emplace_back("math", ff::record({x, i}, [&] {  // every math opcode after the first 41
+                     Float s = x * 0.1f;             // inside (-1, 1)
+                     Float a = ff::tan(s) + ff::asin(s) + ff::acos(s) + ff::atan(x) + ff::sinh(s) +
+                               ff::cosh(s) + ff::tanh(x) + ff::asinh(x) + ff::acosh(x + 1.f) +
+                               ff::atanh(s) + ff::exp2(s) + ff::log2(x) + ff::erf(s) + ff::cbrt(x);
+                     Float b = ff::round(x) + ff::trunc(x) + ff::atan2(x, s) + ff::pow(x, s) +
+                               ff::copysign(x, -s) + ff::rsqrt(x) + ff::rcp(x) +
+                               ff::clamp(x, 1.f, 6.f) + ff::lerp(x, s, 0.25f);
+                     UInt32 c = ff::popcnt(i) + ff::clz(i) + ff::ctz(i);
+                     return std::vector<AnyArray>{a, b, c};
+                   }));
   return out;
 }
 
