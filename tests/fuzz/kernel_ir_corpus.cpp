@@ -68,9 +68,9 @@ programs() {
       },
       [](const Float& x, const ff::Int32& i) {  // the math opcodes after the first 41
         Float s = x * 0.5f;
-        Float a = ff::tan(s) + ff::asin(s) + ff::acos(s) + ff::atan(x) + ff::sinh(s) +
-                  ff::cosh(s) + ff::tanh(x) + ff::asinh(x) + ff::acosh(x + 1.f) + ff::atanh(s) +
-                  ff::exp2(s) + ff::log2(x) + ff::erf(s) + ff::cbrt(x);
+        Float a = ff::tan(s) + ff::asin(s) + ff::acos(s) + ff::atan(x) + ff::sinh(s) + ff::cosh(s) +
+                  ff::tanh(x) + ff::asinh(x) + ff::acosh(x + 1.f) + ff::atanh(s) + ff::exp2(s) +
+                  ff::log2(x) + ff::erf(s) + ff::cbrt(x);
         ff::Float64 d = ff::cast<ff::Float64>(x);
         ff::Float64 b = ff::round(d) + ff::trunc(d) + ff::atan2(d, d + 1.0) + ff::pow(d, 1.5) +
                         ff::copysign(d, -d);
