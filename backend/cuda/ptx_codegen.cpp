@@ -99,11 +99,11 @@ class KernelEmitter {
     for (const IrInstr& in : ir.instrs) {
       if (op_facts(in.op).cost != CostClass::Transcendental)
         continue;
-      if (!has_ptx_math(in.op))
+      if (!has_ptx_math(in.op, in.type))
         throw BackendError("cuda backend: kernel " + ir.hash.to_hex() + " uses " +
-                           to_string(in.op) +
-                           ", which has no PTX routine yet (exp, log, sin and cos have): run it "
-                           "on the llvm backend");
+                           to_string(in.type) + " " + to_string(in.op) +
+                           ", which has no PTX routine yet (float32 has every math function, "
+                           "float64 exp, log, sin and cos): run it on the llvm backend");
       unroll_ = 1;
     }
   }
@@ -625,7 +625,21 @@ std::string KernelEmitter::emit_unary(const IrInstr& in, unsigned u) {
     case IrOp::Log:
     case IrOp::Sin:
     case IrOp::Cos:
-      return emit_math(w_, in.op, t, a);
+    case IrOp::Tan:
+    case IrOp::Asin:
+    case IrOp::Acos:
+    case IrOp::Atan:
+    case IrOp::Sinh:
+    case IrOp::Cosh:
+    case IrOp::Tanh:
+    case IrOp::Asinh:
+    case IrOp::Acosh:
+    case IrOp::Atanh:
+    case IrOp::Exp2:
+    case IrOp::Log2:
+    case IrOp::Erf:
+    case IrOp::Cbrt:
+      return emit_math(w_, in.op, t, a);  // the constructor refused what has no routine
     default:
       return r;
   }
@@ -694,6 +708,9 @@ std::string KernelEmitter::emit_binary(const IrInstr& in, unsigned u) {
       w_.op("{}.{} {}, {}, {}", name, t == ScalarType::Bool ? "pred" : bits(t), r, a, b);
       return r;
     }
+    case IrOp::Atan2:
+    case IrOp::Pow:
+      return emit_math_via_double(w_, in.op, a, b);  // Float32: the constructor refused others
     case IrOp::Copysign: {
       // On the bits: |a| with b's sign bit, NaN payloads kept (as llvm.copysign).
       std::string x = wide ? b64() : b32(), y = wide ? b64() : b32();

@@ -409,6 +409,8 @@ std::string MathEmitter::sincos(const std::string& x, bool cosine) {
 }
 
 std::string emit_math(PtxWriter& w, IrOp op, ScalarType t, const std::string& x) {
+  if (op != IrOp::Exp && op != IrOp::Log && op != IrOp::Sin && op != IrOp::Cos)
+    return emit_math_via_double(w, op, x);
   MathEmitter m(w, t == ScalarType::Float64);
   switch (op) {
     case IrOp::Exp:
@@ -424,12 +426,13 @@ std::string emit_math(PtxWriter& w, IrOp op, ScalarType t, const std::string& x)
   }
 }
 
-bool has_ptx_math(IrOp op) {
-  return op == IrOp::Exp || op == IrOp::Log || op == IrOp::Sin || op == IrOp::Cos;
+bool has_ptx_math(IrOp op, ScalarType t) {
+  return op == IrOp::Exp || op == IrOp::Log || op == IrOp::Sin || op == IrOp::Cos ||
+         t == ScalarType::Float32;
 }
 
 bool math_needs_globals(IrOp op) {
-  return op == IrOp::Sin || op == IrOp::Cos;
+  return op == IrOp::Sin || op == IrOp::Cos || op == IrOp::Tan;  // Tan: sin and cos in double
 }
 
 std::string ptx_math_globals() {

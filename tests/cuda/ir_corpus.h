@@ -1,5 +1,5 @@
-// The kernel IR operation corpus: a kernel for every opcode and every type it accepts (except
-// the math opcodes the PTX generator has no routine for yet: tan ... cbrt, atan2, pow; casts
+// The kernel IR operation corpus: a kernel for every opcode and every type it accepts (the math
+// opcodes tan ... cbrt, atan2 and pow in Float32 only, which alone has PTX routines; casts
 // and bitcasts between every pair, gathers and scatters for every element and index type,
 // masks, range reports, scatter_add with collisions), each with input data that reaches the
 // edge cases (zero divisors, INT_MIN / -1, NaN, infinities, shift counts past the width,
@@ -7,7 +7,7 @@
 //
 // A case runs on any Backend (run_on_backend) or on the PTX reference interpreter
 // (run_on_interpreter); compare() checks two runs' final buffers: bit for bit (any NaN equals
-// any NaN), or within an ulp bound for the cases that use exp/log/sin/cos.
+// any NaN), or within an ulp bound for the cases that use the transcendental functions.
 #pragma once
 
 #include <cstdint>

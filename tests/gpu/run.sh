@@ -14,7 +14,8 @@
 #      - the backend through the Backend interface: memory, staged copies, fills, reduce /
 #        prefix_sum / compress, kernel cache, errors, threads;
 #      - every kernel of the IR corpus against the PTX reference interpreter, bit for bit
-#        (exp/log/sin/cos included: only correctly rounded instructions are used);
+#        (the math routines included, docs/math.md: only correctly rounded instructions are
+#        used);
 #      - the array test corpus on "cuda" against the scalar references;
 #      - the recording corpus recorded and replayed on "cuda" (as CUDA graphs) against
 #        traced runs, with the graph and op-by-op paths;
