@@ -821,8 +821,7 @@ TEST_CASE("float32 tan ... cbrt, atan2 and pow: within 1 ulp of long double, spe
                                        << ", exact " << static_cast<double>(want));
     }
     if (std::getenv("FF_MATH_REPORT"))
-      WARN(to_string(pr.op) << ".f32: worst " << worst << " ulp over " << pr.x.size()
-                            << " pairs");
+      WARN(to_string(pr.op) << ".f32: worst " << worst << " ulp over " << pr.x.size() << " pairs");
     INFO(to_string(pr.op));
     CHECK(bad == 0);
   }
