@@ -399,6 +399,28 @@ template <class T>
 requires FF_NUMERIC Array<T> mean(const Array<T>& a) {
   return Array<T>::steal(detail::var_mean(a.id()));
 }
+/// sum(a * b) as a size-1 array (0 for empty arrays). Either argument may be a scalar.
+template <class A, class B, class T = typename detail::first_array_value<A, B>::type>
+
+requires(!std::is_void_v<T> && !std::is_same_v<T, bool>) Array<T> dot(const A& a, const B& b) {
+  return sum(detail::as_array<T>(a) * detail::as_array<T>(b));
+}
+
+/// True when some element of `mask` is (a size-1 array; false for an empty mask).
+inline Bool any(const Bool& mask) {
+  return max_reduce(mask);
+}
+
+/// True when every element of `mask` is (a size-1 array; true for an empty mask).
+inline Bool all(const Bool& mask) {
+  return min_reduce(mask);
+}
+
+/// The number of true elements of `mask` (a size-1 array; 0 for an empty mask). Counted in
+/// 32 bits, as compress() indexes.
+inline UInt32 count(const Bool& mask) {
+  return sum(cast<UInt32>(mask));
+}
 /// Running sum; exclusive starts at 0.
 template <class T>
 
