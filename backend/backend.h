@@ -22,6 +22,7 @@
 #include "backend/ir/kernel_ir.h"
 #include "backend/ir/size_expr.h"
 #include "backend/ir/types.h"
+#include "freezeframe/reduce_op.h"
 
 namespace ff {
 
@@ -29,17 +30,13 @@ namespace ff {
 enum class CopyKind : uint8_t { HostToDevice = 0, DeviceToHost = 1, DeviceToDevice = 2 };
 const char* to_string(CopyKind k);
 
-/// Reduction operators. Persisted: never renumber.
-enum class ReduceOp : uint8_t { Sum = 0, Prod = 1, Min = 2, Max = 3, And = 4, Or = 5 };
-const char* to_string(ReduceOp op);
-
 /// Whether reduce() defines `op` over elements of `type`: Bool takes min/max/and/or (logical),
-/// integers every op, floats sum/prod/min/max.
+/// integers every op, floats add/mul/min/max.
 constexpr bool reduce_defined(ReduceOp op, ScalarType type) {
   if (!is_valid(type) || static_cast<uint8_t>(op) > static_cast<uint8_t>(ReduceOp::Or))
     return false;
   if (type == ScalarType::Bool)
-    return op != ReduceOp::Sum && op != ReduceOp::Prod;
+    return op != ReduceOp::Add && op != ReduceOp::Mul;
   if (is_float(type))
     return op != ReduceOp::And && op != ReduceOp::Or;
   return true;

@@ -29,7 +29,7 @@ struct Command {
   CommandKind kind = CommandKind::Launch;
   ScalarType type = ScalarType::Float32;
   CopyKind copy_kind = CopyKind::DeviceToDevice;
-  ReduceOp reduce_op = ReduceOp::Sum;
+  ReduceOp reduce_op = ReduceOp::Add;
   bool exclusive = false;
   uint32_t elem_size = 0;
   uint32_t args_begin = 0, n_args = 0;

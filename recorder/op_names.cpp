@@ -1,5 +1,6 @@
 // Names of the backend enums a recording persists (declared in backend/backend.h): defined
-// here, in the format's target, so the dumper has them without linking a backend.
+// here, in the format's target, so the dumper has them without linking a backend
+// (ReduceOp's are in common/reduce_op.cpp).
 #include "backend/backend.h"
 
 namespace ff {
@@ -14,24 +15,6 @@ const char* to_string(CopyKind k) {
       return "device_to_device";
   }
   return "invalid-copy-kind";
-}
-
-const char* to_string(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::Sum:
-      return "sum";
-    case ReduceOp::Prod:
-      return "prod";
-    case ReduceOp::Min:
-      return "min";
-    case ReduceOp::Max:
-      return "max";
-    case ReduceOp::And:
-      return "and";
-    case ReduceOp::Or:
-      return "or";
-  }
-  return "invalid-reduce-op";
 }
 
 }  // namespace ff

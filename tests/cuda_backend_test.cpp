@@ -158,12 +158,12 @@ T reduce_ref(ReduceOp op, const std::vector<T>& v) {
   using L = std::numeric_limits<T>;
   T r{};
   switch (op) {
-    case ReduceOp::Sum:
+    case ReduceOp::Add:
       r = T(0);
       for (T x : v)
         r = wrap_add(r, x);
       break;
-    case ReduceOp::Prod:
+    case ReduceOp::Mul:
       r = T(1);
       for (T x : v)
         r = wrap_mul(r, x);
@@ -215,7 +215,7 @@ TEST_CASE("backend: reduce, every op and type, count 0 gives the identity", "[cu
         std::vector<T> v(n);
         for (auto& x : v) {
           if constexpr (std::is_floating_point_v<T>)
-            x = op == ReduceOp::Prod ? T(g() % 101 == 0 ? -1 : 1) : T(int(g() % 9) - 4);
+            x = op == ReduceOp::Mul ? T(g() % 101 == 0 ? -1 : 1) : T(int(g() % 9) - 4);
           else
             x = static_cast<T>(g());
         }
@@ -235,7 +235,7 @@ TEST_CASE("backend: reduce, every op and type, count 0 gives the identity", "[cu
   CHECK(env.download(b, 1)[0] == 0);
   env.be->reduce(ReduceOp::Max, ScalarType::Bool, m, mask.size(), b);
   CHECK(env.download(b, 1)[0] == 1);
-  CHECK_THROWS_AS(env.be->reduce(ReduceOp::Sum, ScalarType::Bool, m, 1, b), BackendError);
+  CHECK_THROWS_AS(env.be->reduce(ReduceOp::Add, ScalarType::Bool, m, 1, b), BackendError);
   float nan = std::numeric_limits<float>::quiet_NaN();
   float* f = env.upload(std::vector<float>{nan, 3.0f, -2.0f, nan});
   float* fo = env.alloc<float>(1);

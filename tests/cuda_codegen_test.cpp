@@ -120,7 +120,7 @@ TEST_CASE("every built-in kernel assembles with ptxas for sm_75, sm_80 and sm_90
     CHECK(r.output.empty());
   }
   // One module as the backend loads it, whole (its own header), for the default target.
-  auto r = ffcuda::run_ptxas(ptxas, ptx_reduce(ReduceOp::Sum, ScalarType::Float64, {}), 75);
+  auto r = ffcuda::run_ptxas(ptxas, ptx_reduce(ReduceOp::Add, ScalarType::Float64, {}), 75);
   INFO(r.output);
   CHECK(r.status == 0);
 }
@@ -363,12 +363,12 @@ T host_reduce_ref(ReduceOp op, const std::vector<T>& v) {
   using L = std::numeric_limits<T>;
   T r;
   switch (op) {
-    case ReduceOp::Sum:
+    case ReduceOp::Add:
       r = T(0);
       for (T x : v)
         r = wrap_add(r, x);
       return r;
-    case ReduceOp::Prod:
+    case ReduceOp::Mul:
       r = T(1);
       for (T x : v)
         r = wrap_mul(r, x);
@@ -411,7 +411,7 @@ void check_reduce(ReduceOp op, size_t n, unsigned max_blocks) {
   std::vector<T> v(n);
   for (auto& x : v) {
     if constexpr (std::is_floating_point_v<T>)
-      x = op == ReduceOp::Prod ? T(g() % 7 == 0 ? -1 : 1) : T(int(g() % 9) - 4);
+      x = op == ReduceOp::Mul ? T(g() % 7 == 0 ? -1 : 1) : T(int(g() % 9) - 4);
     else
       x = static_cast<T>(g());
   }
@@ -449,7 +449,7 @@ void check_reduce(ReduceOp op, size_t n, unsigned max_blocks) {
 TEST_CASE("reduce kernels: every op and type, empty input gives the identity, NaN is skipped",
           "[cuda_codegen][builtins]") {
   for (size_t n : {size_t(0), size_t(1), size_t(300), size_t(5003)})
-    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min, ReduceOp::Max, ReduceOp::And,
+    for (ReduceOp op : {ReduceOp::Add, ReduceOp::Mul, ReduceOp::Min, ReduceOp::Max, ReduceOp::And,
                         ReduceOp::Or}) {
       auto one = [&]<class T>() {
         if (reduce_defined(op, scalar_type_of<T>))
@@ -463,9 +463,9 @@ TEST_CASE("reduce kernels: every op and type, empty input gives the identity, Na
       one.operator()<double>();
     }
   // Bool: bytes, any nonzero byte is true; Min/And = all, Max/Or = any; Sum/Prod undefined.
-  CHECK_FALSE(reduce_defined(ReduceOp::Sum, ScalarType::Bool));
+  CHECK_FALSE(reduce_defined(ReduceOp::Add, ScalarType::Bool));
   CHECK_FALSE(reduce_defined(ReduceOp::And, ScalarType::Float32));
-  CHECK_THROWS_AS(ptx_reduce(ReduceOp::Prod, ScalarType::Bool, {}), BackendError);
+  CHECK_THROWS_AS(ptx_reduce(ReduceOp::Mul, ScalarType::Bool, {}), BackendError);
   for (size_t n : {size_t(0), size_t(1), size_t(2000)})
     for (int pattern = 0; pattern < 3; ++pattern)
       for (ReduceOp op : {ReduceOp::And, ReduceOp::Or, ReduceOp::Min, ReduceOp::Max}) {

@@ -99,7 +99,7 @@ void call_everything(Backend& b) {
   CHECK(b.kernel_generation() == 7);
   b.reset_peak();
   b.launch(KernelHandle{}, 4, {}, {});
-  b.reduce(ReduceOp::Sum, ScalarType::Float32, p, 4, p);
+  b.reduce(ReduceOp::Add, ScalarType::Float32, p, 4, p);
   b.prefix_sum(ScalarType::Float32, false, p, 4, p);
   CHECK(b.compress(p, 4, p) == 3);
   b.sync();

@@ -1193,10 +1193,10 @@ T reduce_ref(ReduceOp op, const std::vector<T>& v) {
   } else {
     T r{};
     switch (op) {
-      case ReduceOp::Sum:
+      case ReduceOp::Add:
         r = T(0);
         break;
-      case ReduceOp::Prod:
+      case ReduceOp::Mul:
         r = T(1);
         break;
       case ReduceOp::Min:
@@ -1215,13 +1215,13 @@ T reduce_ref(ReduceOp op, const std::vector<T>& v) {
     }
     for (T x : v) {
       switch (op) {
-        case ReduceOp::Sum:
+        case ReduceOp::Add:
           if constexpr (std::is_integral_v<T>)
             r = wrap_add(r, x);
           else
             r += x;
           break;
-        case ReduceOp::Prod:
+        case ReduceOp::Mul:
           if constexpr (std::is_integral_v<T>)
             r = wrap_mul(r, x);
           else
@@ -1253,10 +1253,10 @@ TEST_CASE("reduce: every op and type, count 0 gives the identity, large arrays i
           "[llvm]") {
   Env env;
   for_each_type([&]<class T>() {
-    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min, ReduceOp::Max, ReduceOp::And,
+    for (ReduceOp op : {ReduceOp::Add, ReduceOp::Mul, ReduceOp::Min, ReduceOp::Max, ReduceOp::And,
                         ReduceOp::Or}) {
       bool defined = std::is_same_v<T, Bool8>
-                         ? (op != ReduceOp::Sum && op != ReduceOp::Prod)
+                         ? (op != ReduceOp::Add && op != ReduceOp::Mul)
                          : (std::is_integral_v<T> || (op != ReduceOp::And && op != ReduceOp::Or));
       T* out = env.alloc<T>(1);
       if (!defined) {
@@ -1266,7 +1266,7 @@ TEST_CASE("reduce: every op and type, count 0 gives the identity, large arrays i
       for (size_t n : {size_t(0), size_t(1), size_t(1000), size_t(3000001)}) {
         INFO(to_string(type_of<T>()) << " op " << int(op) << " n=" << n);
         auto v = sample<T>(n, unsigned(n + unsigned(op)));
-        if (op == ReduceOp::Prod && std::is_floating_point_v<T>)
+        if (op == ReduceOp::Mul && std::is_floating_point_v<T>)
           for (size_t i = 0; i < n; ++i)  // a product that is exact in any order
             v[i] = i % 1001 == 0 ? T(-1) : i % 100003 == 0 ? T(2) : T(1);
         T* in = env.upload(v);

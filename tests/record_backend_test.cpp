@@ -107,7 +107,7 @@ TEST_CASE("refuse: a buffer read before anything wrote it", "[record][refusal]")
         env.backend.copy(out, fresh, 64 * sizeof(float), CopyKind::DeviceToDevice), rec::Refusal);
   }
   SECTION("by a reduction") {
-    REQUIRE_THROWS_EXACTLY(env.backend.reduce(ReduceOp::Sum, ScalarType::Float32, fresh, 64, out),
+    REQUIRE_THROWS_EXACTLY(env.backend.reduce(ReduceOp::Add, ScalarType::Float32, fresh, 64, out),
                            rec::Refusal);
   }
   env.backend.release(fresh);

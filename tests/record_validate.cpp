@@ -317,7 +317,7 @@ TEST_CASE("validation refuses ops with damaged fields", "[record][validate][nega
       {"a reduction not defined for its type",
        [](RecordingData& d) {
          rec::Op& op = d.ops[first(d, OpCode::Reduce)];
-         REQUIRE(op.sub == static_cast<uint8_t>(ReduceOp::Sum));
+         REQUIRE(op.sub == static_cast<uint8_t>(ReduceOp::Add));
          op.type = ScalarType::Bool;
        },
        "(reduce) reduces bool elements with reduction 0, which is not defined for them"},

@@ -15,13 +15,13 @@ const std::shared_ptr<Buffer>& input_buffer(VarId a) {
 
 VarId reduce_local(Reduction op, VarId a) {
   ScalarType t = state()[a].type;
-  ReduceOp rop = ReduceOp::Sum;
+  ReduceOp rop = ReduceOp::Add;
   switch (op) {
     case Reduction::Sum:
-      rop = ReduceOp::Sum;
+      rop = ReduceOp::Add;
       break;
     case Reduction::Prod:
-      rop = ReduceOp::Prod;
+      rop = ReduceOp::Mul;
       break;
     case Reduction::Min:
       rop = ReduceOp::Min;
@@ -30,7 +30,7 @@ VarId reduce_local(Reduction op, VarId a) {
       rop = ReduceOp::Max;
       break;
   }
-  if (t == ScalarType::Bool && (rop == ReduceOp::Sum || rop == ReduceOp::Prod))
+  if (t == ScalarType::Bool && (rop == ReduceOp::Add || rop == ReduceOp::Mul))
     throw Error("sum/prod of a bool array: cast it to an integer type first");
   std::shared_ptr<Buffer> in = input_buffer(a);
   auto out = alloc_buffer(t, 1, nullptr);

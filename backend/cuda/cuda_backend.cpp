@@ -333,7 +333,7 @@ void CudaBackend::issue_copy(LaunchSink& sink, void* dst, const void* src, size_
 void CudaBackend::issue_reduce(LaunchSink& sink, ReduceOp op, ScalarType type, const void* in,
                                size_t count, void* out) {
   if (!reduce_defined(op, type))
-    throw BackendError(std::string("cuda backend: reduce ") + reduce_op_name(op) +
+    throw BackendError(std::string("cuda backend: reduce ") + to_string(op) +
                        " is not defined for " + to_string(type));
   std::string key = "reduce" + std::to_string(int(op)) + "." + to_string(type);
   CUfunction fn = builtin(

@@ -66,9 +66,9 @@ std::string imm_int(const Acc& a, uint64_t bits) {
 std::string identity(ReduceOp op, const Acc& a) {
   bool d = a.type == ScalarType::Float64;
   switch (effective(op, a.type)) {
-    case ReduceOp::Sum:
+    case ReduceOp::Add:
       return a.fp ? (d ? ptx_f64(0.0) : ptx_f32(0.0f)) : "0";
-    case ReduceOp::Prod:
+    case ReduceOp::Mul:
       return a.fp ? (d ? ptx_f64(1.0) : ptx_f32(1.0f)) : "1";
     case ReduceOp::Min:
     case ReduceOp::Max: {
@@ -176,10 +176,10 @@ class Kernel {
   void combine(ReduceOp op, const Acc& a, const std::string& d, const std::string& x,
                const std::string& y) {
     switch (effective(op, a.type)) {
-      case ReduceOp::Sum:
+      case ReduceOp::Add:
         w.op("add{}.{} {}, {}, {}", a.fp ? ".rn" : "", a.arith, d, x, y);
         break;
-      case ReduceOp::Prod:
+      case ReduceOp::Mul:
         w.op("mul{}.{} {}, {}, {}", a.fp ? ".rn" : ".lo", a.arith, d, x, y);
         break;
       case ReduceOp::Min:
@@ -211,7 +211,7 @@ class Kernel {
       return r;
     }
     if (!guard.empty())
-      mov(a, r, identity(ReduceOp::Sum, a));
+      mov(a, r, identity(ReduceOp::Add, a));
     w.op("{}ld{}.global.{} {}, [{}]", g, qualifier, a.mem, r, addr);
     return r;
   }
@@ -282,13 +282,13 @@ class Kernel {
   // Inclusive scan (sum) over the warp's lanes.
   std::string warp_scan(const Acc& a, const std::string& v) {
     std::string cur = v, zero = reg(a);
-    mov(a, zero, identity(ReduceOp::Sum, a));
+    mov(a, zero, identity(ReduceOp::Add, a));
     for (int off = 1; off < 32; off *= 2) {
       std::string up = shfl(a, "up", cur, std::to_string(off), "0"), p = pred(), add = reg(a);
       std::string next = reg(a);
       w.op("setp.ge.u32 {}, {}, {}", p, lane, off);
       w.op("selp.{} {}, {}, {}, {}", a.fp ? a.arith : a.bits, add, up, zero, p);
-      combine(ReduceOp::Sum, a, next, cur, add);
+      combine(ReduceOp::Add, a, next, cur, add);
       cur = next;
     }
     return cur;
@@ -297,7 +297,7 @@ class Kernel {
   // The scan's exclusive value from its inclusive one: the previous lane's (0 in lane 0).
   std::string warp_exclusive(const Acc& a, const std::string& incl) {
     std::string prev = shfl(a, "up", incl, "1", "0"), zero = reg(a), out = reg(a), p = pred();
-    mov(a, zero, identity(ReduceOp::Sum, a));
+    mov(a, zero, identity(ReduceOp::Add, a));
     w.op("setp.eq.u32 {}, {}, 0", p, lane);
     w.op("selp.{} {}, {}, {}, {}", a.fp ? a.arith : a.bits, out, zero, prev, p);
     return out;
@@ -359,13 +359,6 @@ const char* store_type(unsigned size) {
 }
 
 }  // namespace
-
-// (ff::to_string(ReduceOp) is defined in the recorder, above the backends in the link graph.)
-const char* reduce_op_name(ReduceOp op) {
-  static const char* const names[] = {"sum", "prod", "min", "max", "and", "or"};
-  auto i = static_cast<unsigned>(op);
-  return i < 6 ? names[i] : "invalid-op";
-}
 
 unsigned accumulator_bytes(ScalarType type) {
   return acc_of(type).bytes;
@@ -440,7 +433,7 @@ std::string ptx_copy(const PtxTarget& target) {
 
 std::string ptx_reduce(ReduceOp op, ScalarType type, const PtxTarget& target) {
   if (!reduce_defined(op, type))
-    throw BackendError(std::string("cuda backend: reduce ") + reduce_op_name(op) +
+    throw BackendError(std::string("cuda backend: reduce ") + to_string(op) +
                        " is not defined for " + to_string(type));
   Acc a = acc_of(type);
   unsigned elem = static_cast<unsigned>(size_of(type));
@@ -522,13 +515,13 @@ std::string ptx_prefix_sum(ScalarType type, bool exclusive, const PtxTarget& tar
     std::string partials = k.pointer("ff_partials"), chunk = k.param("ff_chunk");
     auto [begin, end] = k.chunk_range(n, chunk);
     std::string acc = k.reg(a), i = k.b64(), step = k.widen(k.ntid), t64 = k.widen(k.tid);
-    k.mov(a, acc, identity(ReduceOp::Sum, a));
+    k.mov(a, acc, identity(ReduceOp::Add, a));
     k.w.op("add.u64 {}, {}, {}", i, begin, t64);
     grid_loop(k, i, step, end, [&](const std::string& idx) {
       std::string x = k.load(a, k.element(in, idx, a.bytes));
-      k.combine(ReduceOp::Sum, a, acc, acc, x);
+      k.combine(ReduceOp::Add, a, acc, acc, x);
     });
-    std::string total = k.block_allreduce(ReduceOp::Sum, a, acc), p0 = k.pred();
+    std::string total = k.block_allreduce(ReduceOp::Add, a, acc), p0 = k.pred();
     k.w.op("setp.eq.u32 {}, {}, 0", p0, k.tid);
     k.w.op("@{} st.global.{} [{}], {}", p0, a.mem, k.element(partials, k.widen(k.ctaid), a.bytes),
            total);
@@ -542,7 +535,7 @@ std::string ptx_prefix_sum(ScalarType type, bool exclusive, const PtxTarget& tar
     // The chunk's offset: the sum of the partials of the blocks before it.
     std::string acc = k.reg(a), j = k.b32(), loop = k.w.label(), done = k.w.label();
     std::string pj = k.pred();
-    k.mov(a, acc, identity(ReduceOp::Sum, a));
+    k.mov(a, acc, identity(ReduceOp::Add, a));
     k.w.op("mov.u32 {}, {}", j, k.tid);
     k.w.place(loop);
     k.w.op("setp.ge.u32 {}, {}, {}", pj, j, k.ctaid);
@@ -550,12 +543,12 @@ std::string ptx_prefix_sum(ScalarType type, bool exclusive, const PtxTarget& tar
     {
       std::string x = k.reg(a);
       k.w.op("ld.global.{} {}, [{}]", a.mem, x, k.element(partials, k.widen(j), a.bytes));
-      k.combine(ReduceOp::Sum, a, acc, acc, x);
+      k.combine(ReduceOp::Add, a, acc, acc, x);
     }
     k.w.op("add.u32 {}, {}, {}", j, j, k.ntid);
     k.w.op("bra {}", loop);
     k.w.place(done);
-    std::string carry = k.block_allreduce(ReduceOp::Sum, a, acc);
+    std::string carry = k.block_allreduce(ReduceOp::Add, a, acc);
     auto [begin, end] = k.chunk_range(n, chunk);
     // Tiles of 256 elements: scan in the warp, then across the 8 warps, then add the carry.
     std::string base = k.b64(), t64 = k.widen(k.tid), tile = k.w.label(), exit = k.w.label();
@@ -577,7 +570,7 @@ std::string ptx_prefix_sum(ScalarType type, bool exclusive, const PtxTarget& tar
     k.w.op("@{} st.shared.{} [{}], {}", p31, a.mem, slot, incl);
     k.w.op("bar.sync 0");
     std::string wt = k.reg(a), p8 = k.pred(), mine = k.b32();
-    k.mov(a, wt, identity(ReduceOp::Sum, a));
+    k.mov(a, wt, identity(ReduceOp::Add, a));
     k.w.op("setp.lt.u32 {}, {}, {}", p8, k.lane, kWarps);
     k.w.op("mad.lo.u32 {}, {}, 8, {}", mine, k.lane, k.smem);
     k.w.op("@{} ld.shared.{} {}, [{}]", p8, a.mem, wt, mine);
@@ -587,10 +580,10 @@ std::string ptx_prefix_sum(ScalarType type, bool exclusive, const PtxTarget& tar
     std::string tt = k.shfl(a, "idx", winc, std::to_string(kWarps - 1), "0x1f");
     k.w.op("bar.sync 0");
     std::string r1 = k.reg(a), r2 = k.reg(a);
-    k.combine(ReduceOp::Sum, a, r1, carry, wp);
-    k.combine(ReduceOp::Sum, a, r2, r1, exclusive ? excl : incl);
+    k.combine(ReduceOp::Add, a, r1, carry, wp);
+    k.combine(ReduceOp::Add, a, r2, r1, exclusive ? excl : incl);
     k.w.op("@{} st.global.{} [{}], {}", pin, a.mem, k.element(out, i, a.bytes), r2);
-    k.combine(ReduceOp::Sum, a, carry, carry, tt);
+    k.combine(ReduceOp::Add, a, carry, carry, tt);
     k.w.op("add.u64 {}, {}, {}", base, base, kBuiltinBlock);
     k.w.op("bra {}", tile);
     k.w.place(exit);
@@ -618,7 +611,7 @@ std::string ptx_compress(const PtxTarget& target) {
       k.w.op("selp.u32 {}, 1, 0, {}", one, p);
       k.w.op("add.u32 {}, {}, {}", acc, acc, one);
     });
-    std::string total = k.block_allreduce(ReduceOp::Sum, a, acc), p0 = k.pred();
+    std::string total = k.block_allreduce(ReduceOp::Add, a, acc), p0 = k.pred();
     k.w.op("setp.eq.u32 {}, {}, 0", p0, k.tid);
     k.w.op("@{} st.global.u32 [{}], {}", p0, k.element(counts, k.widen(k.ctaid), 4), total);
     k.w.op("ret");
@@ -646,7 +639,7 @@ std::string ptx_compress(const PtxTarget& target) {
     k.w.op("add.u32 {}, {}, {}", j, j, k.ntid);
     k.w.op("bra {}", loop);
     k.w.place(done);
-    std::string start = k.block_allreduce(ReduceOp::Sum, a, acc);
+    std::string start = k.block_allreduce(ReduceOp::Add, a, acc);
     std::string carry = k.widen(start);
     auto [begin, end] = k.chunk_range(n, chunk);
     std::string base = k.b64(), t64 = k.widen(k.tid), tile = k.w.label(), exit = k.w.label();

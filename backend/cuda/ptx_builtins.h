@@ -41,9 +41,6 @@ std::string ptx_prefix_sum(ScalarType type, bool exclusive, const PtxTarget& tar
 /// ff_compress_count and ff_compress_write.
 std::string ptx_compress(const PtxTarget& target);
 
-/// "sum", "prod", ... for messages.
-const char* reduce_op_name(ReduceOp op);
-
 /// Bytes of one partial result of ff_reduce / ff_scan_partials for `type` (Bool: 4).
 unsigned accumulator_bytes(ScalarType type);
 

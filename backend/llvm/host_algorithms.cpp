@@ -23,12 +23,6 @@ namespace {
 constexpr size_t kMinBlockBytes = 64 * 1024;
 constexpr size_t kMaxBlocks = 64;
 
-const char* op_name(ReduceOp op) {
-  static const char* const names[] = {"sum", "prod", "min", "max", "and", "or"};
-  auto i = static_cast<unsigned>(op);
-  return i < 6 ? names[i] : "invalid-op";
-}
-
 struct Blocks {
   size_t n_blocks, block_elems;
   bool wake;  // worth waking sleeping workers (~50 us)
@@ -130,9 +124,9 @@ void reduce_typed(ThreadPool& pool, ReduceOp op, ScalarType type, const void* in
   using A = Arith<T>;
   using L = std::numeric_limits<T>;
   switch (op) {
-    case ReduceOp::Sum:
+    case ReduceOp::Add:
       return reduce_with<A>(pool, in, count, out, A(0), [](A a, A x) { return A(a + x); });
-    case ReduceOp::Prod:
+    case ReduceOp::Mul:
       return reduce_with<A>(pool, in, count, out, A(1), [](A a, A x) { return A(a * x); });
     case ReduceOp::Min: {
       // `x < a ? x : a` skips NaN entries (and maps to minps/vpminsd).
@@ -154,7 +148,7 @@ void reduce_typed(ThreadPool& pool, ReduceOp op, ScalarType type, const void* in
       }
       break;
   }
-  throw BackendError(std::string("llvm backend: reduce ") + op_name(op) + " is not defined for " +
+  throw BackendError(std::string("llvm backend: reduce ") + to_string(op) + " is not defined for " +
                      to_string(type));
 }
 
@@ -167,7 +161,7 @@ void reduce_bool(ThreadPool& pool, ReduceOp op, const void* in, size_t count, vo
     reduce_with<uint8_t>(pool, in, count, out, uint8_t(0),
                          [](uint8_t a, uint8_t x) { return uint8_t(a | (x != 0)); });
   } else {
-    throw BackendError(std::string("llvm backend: reduce ") + op_name(op) +
+    throw BackendError(std::string("llvm backend: reduce ") + to_string(op) +
                        " is not defined for bool (use and/or)");
   }
 }

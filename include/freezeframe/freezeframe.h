@@ -8,6 +8,7 @@
 #include "freezeframe/math.h"
 #include "freezeframe/pcg32.h"
 #include "freezeframe/recording.h"
+#include "freezeframe/reduce_op.h"
 #include "freezeframe/scalar_type.h"
 #include "freezeframe/size.h"
 #include "freezeframe/traverse.h"
