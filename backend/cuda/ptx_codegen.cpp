@@ -103,7 +103,7 @@ class KernelEmitter {
         throw BackendError("cuda backend: kernel " + ir.hash.to_hex() + " uses " +
                            to_string(in.type) + " " + to_string(in.op) +
                            ", which has no PTX routine yet (float32 has every math function, "
-                           "float64 exp, log, sin and cos): run it on the llvm backend");
+                           "float64 all but erf and pow): run it on the llvm backend");
       unroll_ = 1;
     }
   }
@@ -710,7 +710,7 @@ std::string KernelEmitter::emit_binary(const IrInstr& in, unsigned u) {
     }
     case IrOp::Atan2:
     case IrOp::Pow:
-      return emit_math_via_double(w_, in.op, a, b);  // Float32: the constructor refused others
+      return emit_math2(w_, in.op, t, a, b);  // the constructor refused what has no routine
     case IrOp::Copysign: {
       // On the bits: |a| with b's sign bit, NaN payloads kept (as llvm.copysign).
       std::string x = wide ? b64() : b32(), y = wide ? b64() : b32();

@@ -410,7 +410,7 @@ std::string MathEmitter::sincos(const std::string& x, bool cosine) {
 
 std::string emit_math(PtxWriter& w, IrOp op, ScalarType t, const std::string& x) {
   if (op != IrOp::Exp && op != IrOp::Log && op != IrOp::Sin && op != IrOp::Cos)
-    return emit_math_via_double(w, op, x);
+    return emit_math2(w, op, t, x);
   MathEmitter m(w, t == ScalarType::Float64);
   switch (op) {
     case IrOp::Exp:
@@ -428,7 +428,7 @@ std::string emit_math(PtxWriter& w, IrOp op, ScalarType t, const std::string& x)
 
 bool has_ptx_math(IrOp op, ScalarType t) {
   return op == IrOp::Exp || op == IrOp::Log || op == IrOp::Sin || op == IrOp::Cos ||
-         t == ScalarType::Float32;
+         t == ScalarType::Float32 || (op != IrOp::Erf && op != IrOp::Pow);
 }
 
 bool math_needs_globals(IrOp op) {

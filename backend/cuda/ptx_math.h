@@ -35,16 +35,16 @@ inline constexpr double kMathUlpBound = 2.0;
 /// Returns the result register.
 std::string emit_math(PtxWriter& w, IrOp op, ScalarType t, const std::string& x);
 
-/// True when emit_math() has a routine for op at type t: exp, log, sin and cos in both widths,
-/// the other transcendental opcodes (tan ... cbrt, atan2, pow) in Float32 only so far (the
-/// code generator refuses Float64 kernels that use them).
+/// True when emit_math() / emit_math2() have a routine for op at type t: every transcendental
+/// opcode in Float32; in Float64 all but erf and pow so far (the code generator refuses
+/// kernels that use those).
 bool has_ptx_math(IrOp op, ScalarType t);
 
-/// The Float32 routines of the transcendental opcodes after the first four (ptx_math_f32.cpp):
-/// op(x), or op(x, y) for Atan2 (x = y coordinate, y = x coordinate, as the IR's operands)
-/// and Pow, evaluated in double and rounded once. Returns the Float32 result register.
-std::string emit_math_via_double(PtxWriter& w, IrOp op, const std::string& x,
-                                 const std::string& y = {});
+/// The routines of the transcendental opcodes after the first four (ptx_math_more.cpp): op(x),
+/// or op(x, y) for Atan2 (x = y coordinate, y = x coordinate, as the IR's operands) and Pow,
+/// in type t (x and y registers of t's class). Returns the result register.
+std::string emit_math2(PtxWriter& w, IrOp op, ScalarType t, const std::string& x,
+                       const std::string& y = {});
 
 /// True when op's routine reads the module-scope table from ptx_math_globals().
 bool math_needs_globals(IrOp op);

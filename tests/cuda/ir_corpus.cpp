@@ -279,26 +279,23 @@ void unary_cases(std::vector<CorpusCase>& out) {
         b.c.ulp = 1;
       out.push_back(b.finish());
     }
-  // The other transcendental opcodes, Float32 only (Float64 has no PTX routine for them yet).
-  const ScalarType f = ScalarType::Float32;
-  for (IrOp op :
-       {IrOp::Tan, IrOp::Asin, IrOp::Acos, IrOp::Atan, IrOp::Sinh, IrOp::Cosh, IrOp::Tanh,
-        IrOp::Asinh, IrOp::Acosh, IrOp::Atanh, IrOp::Exp2, IrOp::Log2, IrOp::Erf, IrOp::Cbrt}) {
-    Builder b(std::string(to_string(op)) + "." + tn(f));
-    uint32_t pa = b.in(f, math_values(f, kN, 6));
-    uint32_t po = b.out(f);
-    b.store(po, b.emit(op, f, {b.load(pa)}));
-    b.c.ulp = 1;
-    out.push_back(b.finish());
-  }
-  for (IrOp op : {IrOp::Atan2, IrOp::Pow}) {
-    Builder b(std::string(to_string(op)) + "." + tn(f));
-    uint32_t pa = b.in(f, values(f, kN, 0, 9)), pb = b.in(f, values(f, kN, 1, 9));
-    uint32_t po = b.out(f);
-    b.store(po, b.emit(op, f, {b.load(pa), b.load(pb)}));
-    b.c.ulp = 1;
-    out.push_back(b.finish());
-  }
+  // The other transcendental opcodes (Float64 has no PTX erf and pow yet).
+  for (ScalarType f : {ScalarType::Float32, ScalarType::Float64})
+    for (IrOp op : {IrOp::Tan, IrOp::Asin, IrOp::Acos, IrOp::Atan, IrOp::Sinh, IrOp::Cosh,
+                    IrOp::Tanh, IrOp::Asinh, IrOp::Acosh, IrOp::Atanh, IrOp::Exp2, IrOp::Log2,
+                    IrOp::Erf, IrOp::Cbrt, IrOp::Atan2, IrOp::Pow}) {
+      if (f == ScalarType::Float64 && (op == IrOp::Erf || op == IrOp::Pow))
+        continue;
+      bool binary = op == IrOp::Atan2 || op == IrOp::Pow;
+      Builder b(std::string(to_string(op)) + "." + tn(f));
+      uint32_t pa = b.in(f, binary ? values(f, kN, 0, 9) : math_values(f, kN, 6));
+      uint32_t pb = binary ? b.in(f, values(f, kN, 1, 9)) : 0;
+      uint32_t po = b.out(f);
+      uint32_t la = b.load(pa);
+      b.store(po, binary ? b.emit(op, f, {la, b.load(pb)}) : b.emit(op, f, {la}));
+      b.c.ulp = 1;
+      out.push_back(b.finish());
+    }
 }
 
 void cast_cases(std::vector<CorpusCase>& out) {

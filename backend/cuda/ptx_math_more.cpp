@@ -1,0 +1,617 @@
+// The math functions after the first four (tan ... cbrt, atan2, pow) in PTX.
+//
+// Float32: evaluated in double and rounded once to float. Double carries 29 bits more than float,
+// so a few double ulp of error in the composition below (each part correctly rounded or within 2
+// double ulp) stays far under half a float ulp, and the float result is within about 0.5 ulp of
+// exact (docs/math.md states what the interpreter measured). The compositions avoid the
+// cancellations double would not hide: sinh and tanh of small arguments use their Taylor series,
+// asinh, acosh and atanh go through an accurate log1p, atan reduces its argument twice by the
+// half-angle formula before its series.
+//
+// Float64 (all but erf and pow, which need more than double precision inside): each function
+// reduced to an argument where a series converges fast, with the small part added last so
+// that its rounding errors shrink (asin, acos, atan as fdlibm reduces them, sinh, tanh,
+// asinh, atanh by their series near 0), or composed of exp and log where the composition
+// loses nothing (exp2 with a two-part product, log2 from the exponent plus log of the
+// mantissa, cbrt by Newton's iteration on the mantissa).
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include "backend/cuda/ptx_math.h"
+
+namespace ff::cuda_backend {
+namespace {
+
+constexpr double kPi = 3.141592653589793;
+constexpr double kPio2 = 1.5707963267948966;
+constexpr double kLn2 = 0.6931471805599453;
+constexpr double kLog2e = 1.4426950408889634;
+constexpr double kTwoOverSqrtPi = 1.1283791670955126;
+
+class Wide {
+ public:
+  explicit Wide(PtxWriter& w) : w_(w) {}
+
+  std::string d() { return w_.reg(RegClass::F64); }
+
+  std::string p() { return w_.reg(RegClass::Pred); }
+
+  std::string k(double v) { return ptx_f64(v); }
+
+  std::string bin(const char* op, const std::string& a, const std::string& b) {
+    std::string r = d();
+    w_.op("{}.rn.f64 {}, {}, {}", op, r, a, b);
+    return r;
+  }
+
+  std::string add(const std::string& a, const std::string& b) { return bin("add", a, b); }
+
+  std::string sub(const std::string& a, const std::string& b) { return bin("sub", a, b); }
+
+  std::string mul(const std::string& a, const std::string& b) { return bin("mul", a, b); }
+
+  std::string div(const std::string& a, const std::string& b) { return bin("div", a, b); }
+
+  std::string fma(const std::string& a, const std::string& b, const std::string& c) {
+    std::string r = d();
+    w_.op("fma.rn.f64 {}, {}, {}, {}", r, a, b, c);
+    return r;
+  }
+
+  std::string neg(const std::string& a) { return mul(k(-1.0), a); }
+
+  std::string sqrt(const std::string& a) {
+    std::string r = d();
+    w_.op("sqrt.rn.f64 {}, {}", r, a);
+    return r;
+  }
+
+  std::string setp(const char* cmp, const std::string& a, const std::string& b) {
+    std::string r = p();
+    w_.op("setp.{}.f64 {}, {}, {}", cmp, r, a, b);
+    return r;
+  }
+
+  std::string select(const std::string& pred, const std::string& a, const std::string& b) {
+    std::string r = d();
+    w_.op("selp.f64 {}, {}, {}, {}", r, a, b, pred);
+    return r;
+  }
+
+  // The sign bit of `from` on |x| (bits only).
+  std::string copysign(const std::string& x, const std::string& from) {
+    std::string a = w_.reg(RegClass::B64), b = w_.reg(RegClass::B64), r = d();
+    w_.op("mov.b64 {}, {}", a, x);
+    w_.op("mov.b64 {}, {}", b, from);
+    w_.op("and.b64 {}, {}, 0x7FFFFFFFFFFFFFFF", a, a);
+    w_.op("and.b64 {}, {}, 0x8000000000000000", b, b);
+    w_.op("or.b64 {}, {}, {}", a, a, b);
+    w_.op("mov.b64 {}, {}", r, a);
+    return r;
+  }
+
+  std::string fabs(const std::string& x) { return copysign(x, k(1.0)); }
+
+  // True when x's sign bit is set (-0 included).
+  std::string sign_set(const std::string& x) {
+    std::string b = w_.reg(RegClass::B64), r = p();
+    w_.op("mov.b64 {}, {}", b, x);
+    w_.op("setp.lt.s64 {}, {}, 0", r, b);
+    return r;
+  }
+
+  // z (... (c[n-1] z + c[n-2]) ...) + c[0], fma.rn.
+  std::string horner(const std::string& z, const std::vector<double>& c) {
+    std::string acc = d();
+    w_.op("mov.f64 {}, {}", acc, k(c.back()));
+    for (size_t i = c.size() - 1; i-- > 0;) {
+      std::string q = d();
+      w_.op("fma.rn.f64 {}, {}, {}, {}", q, acc, z, k(c[i]));
+      acc = q;
+    }
+    return acc;
+  }
+
+  std::string exp(const std::string& x) { return emit_math(w_, IrOp::Exp, ScalarType::Float64, x); }
+
+  std::string log(const std::string& x) { return emit_math(w_, IrOp::Log, ScalarType::Float64, x); }
+
+  // log(1 + t) without losing t's digits: with u = 1 + t rounded, log(u) * t / (u - 1) is
+  // within a few ulp (Goldberg), and u == 1 means log1p(t) == t to double precision.
+  std::string log1p(const std::string& t) {
+    std::string u = add(k(1.0), t);
+    std::string ratio = mul(log(u), div(t, sub(u, k(1.0))));
+    std::string r = select(setp("eq", u, k(1.0)), t, ratio);
+    return select(setp("eq", t, k(INFINITY)), t, r);  // inf / inf would be NaN
+  }
+
+  // sinh(a) for 0 <= a < 0.5: a (1 + a^2/3! + ... + a^16/17!).
+  std::string sinh_series(const std::string& a) {
+    std::vector<double> c;
+    double f = 1;
+    for (int n = 1; n <= 17; n += 2) {
+      c.push_back(1.0 / f);
+      f *= (n + 1.0) * (n + 2.0);
+    }
+    return mul(a, horner(mul(a, a), c));
+  }
+
+  // atan(x) in double: |x| > 1 as pi/2 - atan(1/|x|), then twice t -> t / (1 + sqrt(1 + t^2))
+  // (atan t = 2 atan of the result) down to |t| <= tan(pi/16), then the series to t^27.
+  std::string atan(const std::string& x) {
+    std::string a = fabs(x);
+    std::string inv = setp("gt", a, k(1.0));
+    std::string t = select(inv, div(k(1.0), a), a);
+    for (int h = 0; h < 2; ++h)
+      t = div(t, add(k(1.0), sqrt(add(k(1.0), mul(t, t)))));
+    std::vector<double> c;
+    for (int n = 0; n < 14; ++n)
+      c.push_back((n % 2 ? -1.0 : 1.0) / (2 * n + 1));
+    std::string r = mul(k(4.0), mul(t, horner(mul(t, t), c)));
+    r = select(inv, sub(k(kPio2), r), r);
+    return copysign(r, x);
+  }
+
+  std::string unary(IrOp op, const std::string& x) {
+    switch (op) {
+      case IrOp::Tan: {
+        std::string s = emit_math(w_, IrOp::Sin, ScalarType::Float64, x);
+        std::string c = emit_math(w_, IrOp::Cos, ScalarType::Float64, x);
+        return div(s, c);
+      }
+      case IrOp::Asin:  // atan(x / sqrt((1 - x)(1 + x))): 1 - x and 1 + x are exact
+        return atan(div(x, sqrt(mul(sub(k(1.0), x), add(k(1.0), x)))));
+      case IrOp::Acos:
+        return mul(k(2.0), atan(sqrt(div(sub(k(1.0), x), add(k(1.0), x)))));
+      case IrOp::Atan:
+        return atan(x);
+      case IrOp::Sinh: {
+        std::string a = fabs(x), e = exp(a);
+        std::string big = mul(k(0.5), sub(e, div(k(1.0), e)));
+        return copysign(select(setp("lt", a, k(0.5)), sinh_series(a), big), x);
+      }
+      case IrOp::Cosh: {
+        std::string e = exp(fabs(x));
+        return mul(k(0.5), add(e, div(k(1.0), e)));
+      }
+      case IrOp::Tanh: {
+        std::string a = fabs(x), e = exp(a), e2 = exp(mul(k(2.0), a));
+        std::string small = div(sinh_series(a), mul(k(0.5), add(e, div(k(1.0), e))));
+        std::string big = sub(k(1.0), div(k(2.0), add(e2, k(1.0))));
+        return copysign(select(setp("lt", a, k(0.5)), small, big), x);
+      }
+      case IrOp::Asinh: {  // log1p(a + a^2 / (1 + sqrt(1 + a^2)))
+        std::string a = fabs(x), z = mul(a, a);
+        std::string t = add(a, div(z, add(k(1.0), sqrt(add(k(1.0), z)))));
+        std::string r = select(setp("eq", a, k(INFINITY)), a, log1p(t));
+        return copysign(r, x);
+      }
+      case IrOp::Acosh: {  // log1p(t + sqrt(t (t + 2))), t = x - 1 (exact); NaN below 1
+        std::string t = sub(x, k(1.0));
+        std::string r = log1p(add(t, sqrt(mul(t, add(t, k(2.0))))));
+        return select(setp("lt", x, k(1.0)), k(NAN), r);
+      }
+      case IrOp::Atanh: {  // log1p(2a / (1 - a)) / 2
+        std::string a = fabs(x);
+        std::string r = mul(k(0.5), log1p(div(mul(k(2.0), a), sub(k(1.0), a))));
+        return copysign(r, x);
+      }
+      case IrOp::Exp2: {
+        // 2^n exp(f ln2) with n = rint(x), f = x - n (exact): integers give exact powers of
+        // two. x is clamped first (float results are 0 or inf beyond +-200); NaN stays.
+        std::string xc = d(), n = d(), f = d();
+        w_.op("max.f64 {}, {}, {}", xc, x, k(-200.0));
+        w_.op("min.f64 {}, {}, {}", xc, xc, k(200.0));
+        w_.op("cvt.rni.f64.f64 {}, {}", n, xc);
+        w_.op("sub.rn.f64 {}, {}, {}", f, xc, n);
+        std::string ni = w_.reg(RegClass::B32), e = w_.reg(RegClass::B64), scale = d();
+        w_.op("cvt.rzi.s32.f64 {}, {}", ni, n);
+        w_.op("add.s32 {}, {}, 1023", ni, ni);
+        w_.op("cvt.u64.u32 {}, {}", e, ni);
+        w_.op("shl.b64 {}, {}, 52", e, e);
+        w_.op("mov.b64 {}, {}", scale, e);
+        std::string r = mul(exp(mul(f, k(kLn2))), scale);
+        return select(setp("nan", x, x), x, r);
+      }
+      case IrOp::Log2:
+        return mul(log(x), k(kLog2e));
+      case IrOp::Erf: {
+        // The series 2/sqrt(pi) sum (-1)^n x^(2n+1) / (n! (2n+1)) to n = 75 for |x| < 4;
+        // beyond, erf rounds to +-1 in float (erfc(3.92) < 2^-25).
+        std::string a = fabs(x);
+        std::vector<double> c;
+        double f = 1;
+        for (int n = 0; n <= 75; ++n) {
+          if (n > 0)
+            f *= n;
+          c.push_back((n % 2 ? -kTwoOverSqrtPi : kTwoOverSqrtPi) / (f * (2 * n + 1)));
+        }
+        std::string series = mul(a, horner(mul(a, a), c));
+        std::string r = select(setp("lt", a, k(4.0)), series, k(1.0));
+        r = select(setp("nan", x, x), x, r);
+        return copysign(r, x);
+      }
+      case IrOp::Cbrt:  // exp(log|x| / 3): log's error times 1/3 stays far under a float ulp
+        return copysign(exp(div(log(fabs(x)), k(3.0))), x);
+      default:
+        return x;
+    }
+  }
+
+  std::string binary(IrOp op, const std::string& a, const std::string& b) {
+    if (op == IrOp::Atan2) {  // a = y, b = x
+      std::string ay = fabs(a), ax = fabs(b);
+      std::string both_inf = setp("eq", ay, k(INFINITY));
+      w_.op("and.pred {}, {}, {}", both_inf, both_inf, setp("eq", ax, k(INFINITY)));
+      ay = select(both_inf, k(1.0), ay);
+      ax = select(both_inf, k(1.0), ax);
+      std::string r = atan(div(ay, ax));
+      r = select(setp("eq", ay, k(0.0)), k(0.0), r);  // 0 / 0
+      r = select(sign_set(b), sub(k(kPi), r), r);
+      r = copysign(r, a);
+      return select(setp("nan", a, b), add(a, b), r);
+    }
+    // pow(x = a, y = b): exp(y log|x|), then C's special cases.
+    std::string ax = fabs(a);
+    std::string r = exp(mul(b, log(ax)));
+    // y an integer (finite), and odd: trunc(y) == y, trunc(y / 2) != y / 2.
+    std::string ty = d(), half = d(), th = d();
+    w_.op("cvt.rzi.f64.f64 {}, {}", ty, b);
+    w_.op("mul.rn.f64 {}, {}, 0d3FE0000000000000", half, b);
+    w_.op("cvt.rzi.f64.f64 {}, {}", th, half);
+    std::string is_int = setp("eq", ty, b), odd = setp("ne", th, half);
+    std::string finite_y = setp("lt", fabs(b), k(INFINITY));
+    w_.op("and.pred {}, {}, {}", odd, odd, is_int);
+    std::string neg_x = sign_set(a);
+    std::string flip = p(), bad = p();
+    w_.op("and.pred {}, {}, {}", flip, odd, neg_x);
+    // A negative finite base with a finite non-integer exponent gives NaN.
+    std::string neg_finite = setp("lt", a, k(0.0));
+    w_.op("and.pred {}, {}, {}", neg_finite, neg_finite, setp("gt", a, k(-INFINITY)));
+    w_.op("not.pred {}, {}", bad, is_int);
+    w_.op("and.pred {}, {}, {}", bad, bad, neg_finite);
+    w_.op("and.pred {}, {}, {}", bad, bad, finite_y);
+    r = select(flip, mul(k(-1.0), r), r);
+    r = select(bad, k(NAN), r);
+    // pow(x, +-0) == 1, pow(1, y) == 1, pow(-1, +-inf) == 1 (NaN operands included).
+    std::string one = setp("eq", b, k(0.0));
+    w_.op("or.pred {}, {}, {}", one, one, setp("eq", a, k(1.0)));
+    std::string m1 = setp("eq", ax, k(1.0)), inf_y = setp("eq", fabs(b), k(INFINITY));
+    w_.op("and.pred {}, {}, {}", m1, m1, inf_y);
+    w_.op("or.pred {}, {}, {}", one, one, m1);
+    return select(one, k(1.0), r);
+  }
+
+  // ---- Float64 ------------------------------------------------------------------------
+
+  // x * 2^n for an integer-valued double n in [-1100, 1100], in two power-of-two factors so
+  // that a subnormal result rounds once.
+  std::string scale(const std::string& x, const std::string& n) {
+    std::string ni = w_.reg(RegClass::B32), n1 = w_.reg(RegClass::B32), n2 = w_.reg(RegClass::B32);
+    w_.op("cvt.rzi.s32.f64 {}, {}", ni, n);
+    w_.op("shr.s32 {}, {}, 1", n1, ni);
+    w_.op("sub.s32 {}, {}, {}", n2, ni, n1);
+    std::string r = x;
+    for (const std::string& part : {n1, n2}) {
+      std::string e = w_.reg(RegClass::B32), e64 = w_.reg(RegClass::B64), f = d();
+      w_.op("add.s32 {}, {}, 1023", e, part);
+      w_.op("cvt.u64.u32 {}, {}", e64, e);
+      w_.op("shl.b64 {}, {}, 52", e64, e64);
+      w_.op("mov.b64 {}, {}", f, e64);
+      r = mul(r, f);
+    }
+    return r;
+  }
+
+  // |x| = m 2^e with m in [1, 2) for finite nonzero x (subnormals scaled first); returns
+  // {m, e as a double}.
+  std::pair<std::string, std::string> frexp(const std::string& ax) {
+    std::string sub_n = setp("lt", ax, k(0x1p-1022));
+    std::string xs = select(sub_n, mul(ax, k(0x1p54)), ax);
+    std::string b = w_.reg(RegClass::B64), eb = w_.reg(RegClass::B64), mb = w_.reg(RegClass::B64);
+    w_.op("mov.b64 {}, {}", b, xs);
+    w_.op("shr.u64 {}, {}, 52", eb, b);
+    w_.op("and.b64 {}, {}, 0x7FF", eb, eb);
+    w_.op("and.b64 {}, {}, 0x000FFFFFFFFFFFFF", mb, b);
+    w_.op("or.b64 {}, {}, 0x3FF0000000000000", mb, mb);
+    std::string m = d(), e = d();
+    w_.op("mov.b64 {}, {}", m, mb);
+    w_.op("cvt.rn.f64.u64 {}, {}", e, eb);
+    e = sub(e, select(sub_n, k(1023.0 + 54.0), k(1023.0)));
+    return {m, e};
+  }
+
+  // Series tail: x + x z S(z), S(z) = sum_{k>=1} c_k z^(k-1), z = x^2; the small part added
+  // last.
+  std::string odd_series(const std::string& x, const std::vector<double>& tail) {
+    std::string z = mul(x, x);
+    return fma(mul(x, z), horner(z, tail), x);
+  }
+
+  // atan(x), fdlibm's reduction: |x| < 7/16 directly; else atan(c) + atan(t) for
+  // c = 1/2, 1, 3/2, inf with t = (|x| - c) / (1 + c |x|) (|t| <= 0.41), atan(c) in two parts;
+  // the series to t^49.
+  std::string atan64(const std::string& x) {
+    std::string a = fabs(x);
+    std::vector<double> tail;
+    for (int n = 1; n < 25; ++n)
+      tail.push_back((n % 2 ? -1.0 : 1.0) / (2 * n + 1));
+
+    struct Band {
+      double below;
+      long double c;
+    };
+
+    const Band bands[] = {{11.0 / 16, 0.5L}, {19.0 / 16, 1.0L}, {39.0 / 16, 1.5L}};
+    // Numerator and denominator of t, and atan(c) in two parts, by band (selected upward).
+    std::string num = a, den = k(1.0), hi = k(0.0), lo = k(0.0);
+    std::string in_band = setp("ge", a, k(7.0 / 16));
+    for (const Band& band : bands) {
+      double c = static_cast<double>(band.c);
+      long double at = std::atan(band.c);
+      double h = static_cast<double>(at), l = static_cast<double>(at - h);
+      num = select(in_band, sub(a, k(c)), num);  // exact (Sterbenz)
+      den = select(in_band, fma(a, k(c), k(1.0)), den);
+      hi = select(in_band, k(h), hi);
+      lo = select(in_band, k(l), lo);
+      in_band = setp("ge", a, k(band.below));
+    }
+    long double pio2 = std::acos(-1.0L) / 2;
+    double ph = static_cast<double>(pio2), pl = static_cast<double>(pio2 - ph);
+    std::string last = setp("ge", a, k(39.0 / 16));
+    w_.op("or.pred {}, {}, {}", last, last, setp("nan", a, a));
+    num = select(last, k(-1.0), num);
+    den = select(last, a, den);
+    hi = select(last, k(ph), hi);
+    lo = select(last, k(pl), lo);
+    std::string t = div(num, den);
+    std::string z = mul(t, t);
+    std::string small = mul(mul(t, z), horner(z, tail));  // atan(t) - t
+    std::string r = add(hi, add(t, add(lo, small)));
+    return copysign(r, x);
+  }
+
+  // asin(s) for 0 <= s <= 1/2 by its series: s + s z S(z).
+  std::string asin_small(const std::string& s) { return odd_series(s, asin_tail()); }
+
+  static std::vector<double> asin_tail() {
+    std::vector<double> c;
+    long double coef = 1;  // (2k)! / (4^k (k!)^2)
+    for (int n = 1; n < 30; ++n) {
+      coef = coef * (2 * n - 1) / (2 * n);
+      c.push_back(static_cast<double>(coef / (2 * n + 1)));
+    }
+    return c;
+  }
+
+  // sqrt(w) as s + c with c the rounding error of s (c = (w - s^2) / 2s by one fma).
+  std::pair<std::string, std::string> sqrt2(const std::string& w) {
+    std::string s = sqrt(w);
+    std::string c = div(fma(neg(s), s, w), add(s, s));
+    c = select(setp("eq", s, k(0.0)), k(0.0), c);
+    return {s, c};
+  }
+
+  std::string unary64(IrOp op, const std::string& x) {
+    long double pi_l = std::acos(-1.0L);
+    const double pih = static_cast<double>(pi_l), pil = static_cast<double>(pi_l - pih);
+    const double pio2h = static_cast<double>(pi_l / 2),
+                 pio2l = static_cast<double>(pi_l / 2 - static_cast<long double>(pio2h));
+    switch (op) {
+      case IrOp::Tan: {
+        std::string s = emit_math(w_, IrOp::Sin, ScalarType::Float64, x);
+        std::string c = emit_math(w_, IrOp::Cos, ScalarType::Float64, x);
+        return div(s, c);
+      }
+      case IrOp::Atan:
+        return atan64(x);
+      case IrOp::Asin: {
+        // |x| <= 1/2: the series; above, pi/2 - 2 asin(sqrt((1 - |x|) / 2)).
+        std::string a = fabs(x);
+        std::string w = mul(sub(k(1.0), a), k(0.5));  // exact
+        auto [s, c] = sqrt2(w);
+        std::string z = mul(s, s);
+        std::string tail = fma(mul(s, z), horner(z, asin_tail()), c);  // asin(s + c) - s
+        std::string big = add(sub(k(pio2h), add(s, s)), sub(k(pio2l), add(tail, tail)));
+        std::string r = select(setp("le", a, k(0.5)), asin_small(a), big);
+        r = select(setp("gt", a, k(1.0)), k(NAN), r);
+        return copysign(r, x);
+      }
+      case IrOp::Acos: {
+        // |x| <= 1/2: pi/2 - asin(x); x > 1/2: 2 asin(sqrt((1 - x) / 2));
+        // x < -1/2: pi - 2 asin(sqrt((1 + x) / 2)).
+        std::string a = fabs(x);
+        std::string mid = sub(k(pio2h), sub(asin_small(x), k(pio2l)));
+        std::string w = mul(sub(k(1.0), a), k(0.5));
+        auto [s, c] = sqrt2(w);
+        std::string z = mul(s, s);
+        std::string tail = fma(mul(s, z), horner(z, asin_tail()), c);
+        std::string two_asin = add(add(s, s), add(tail, tail));
+        std::string neg_side = sub(k(pih), sub(two_asin, k(pil)));
+        std::string r = select(setp("lt", x, k(0.0)), neg_side, two_asin);
+        r = select(setp("le", a, k(0.5)), mid, r);
+        return select(setp("gt", a, k(1.0)), k(NAN), r);
+      }
+      case IrOp::Sinh: {
+        std::vector<double> tail;
+        long double f = 6;
+        for (int n = 1; n < 15; ++n) {
+          tail.push_back(static_cast<double>(1 / f));
+          f *= (2 * n + 2) * (2 * n + 3);
+        }
+        std::string a = fabs(x), e = exp(a), h = exp(mul(a, k(0.5)));
+        std::string mid = mul(k(0.5), sub(e, div(k(1.0), e)));
+        std::string huge = mul(mul(k(0.5), h), h);
+        std::string r = select(setp("lt", a, k(709.0)), mid, huge);
+        r = select(setp("lt", a, k(2.0)), odd_series(a, tail), r);
+        return copysign(r, x);
+      }
+      case IrOp::Cosh: {
+        std::string a = fabs(x), e = exp(a), h = exp(mul(a, k(0.5)));
+        std::string mid = mul(k(0.5), add(e, div(k(1.0), e)));
+        return select(setp("lt", a, k(709.0)), mid, mul(mul(k(0.5), h), h));
+      }
+      case IrOp::Tanh: {
+        // Below 1: tanh(a) / a as a series in z = a^2, its coefficients from dividing sinh's
+        // series by cosh's (long double, at code generation).
+        const int n = 48;
+        std::vector<long double> sh(n), ch(n), q(n);
+        long double f = 1;
+        for (int i = 0; i < n; ++i) {
+          ch[i] = 1 / f;
+          sh[i] = 1 / (f * (2 * i + 1));
+          f *= (2 * i + 1) * (2 * i + 2);
+        }
+        for (int i = 0; i < n; ++i) {
+          long double v = sh[i];
+          for (int j = 0; j < i; ++j)
+            v -= q[j] * ch[i - j];
+          q[i] = v;  // ch[0] == 1
+        }
+        std::vector<double> tail;
+        for (int i = 1; i < n; ++i)
+          tail.push_back(static_cast<double>(q[i]));
+        std::string a = fabs(x), e2 = exp(add(a, a));
+        std::string big = sub(k(1.0), div(k(2.0), add(e2, k(1.0))));
+        std::string r = select(setp("lt", a, k(1.0)), odd_series(a, tail), big);
+        return copysign(r, x);
+      }
+      case IrOp::Asinh: {
+        std::vector<double> tail;
+        long double coef = 1;
+        for (int i = 1; i < 30; ++i) {
+          coef = -coef * (2 * i - 1) / (2 * i);
+          tail.push_back(static_cast<double>(coef / (2 * i + 1)));
+        }
+        std::string a = fabs(x);
+        std::string mid = log(add(a, sqrt(fma(a, a, k(1.0)))));
+        std::string huge = add(log(a), k(kLn2));
+        std::string r = select(setp("lt", a, k(0x1p28)), mid, huge);
+        r = select(setp("lt", a, k(0.5)), odd_series(a, tail), r);
+        return copysign(r, x);
+      }
+      case IrOp::Acosh: {
+        std::string t = sub(x, k(1.0));
+        std::string near1 = log1p(add(t, sqrt(fma(t, t, add(t, t)))));
+        std::string mid = log(sub(add(x, x), div(k(1.0), add(x, sqrt(fma(x, x, k(-1.0)))))));
+        std::string huge = add(log(x), k(kLn2));
+        std::string r = select(setp("lt", x, k(0x1p28)), mid, huge);
+        r = select(setp("lt", x, k(2.0)), near1, r);
+        return select(setp("lt", x, k(1.0)), k(NAN), r);
+      }
+      case IrOp::Atanh: {
+        std::vector<double> tail;
+        for (int i = 1; i < 30; ++i)
+          tail.push_back(1.0 / (2 * i + 1));
+        std::string a = fabs(x);
+        std::string big = mul(k(0.5), log(div(add(k(1.0), a), sub(k(1.0), a))));
+        std::string r = select(setp("lt", a, k(0.5)), odd_series(a, tail), big);
+        return copysign(r, x);
+      }
+      case IrOp::Exp2: {
+        // 2^n exp(f ln2), f = x - rint(x) exact, f ln2 as a two-part product.
+        std::string xc = d(), n = d();
+        w_.op("max.f64 {}, {}, {}", xc, x, k(-1100.0));
+        w_.op("min.f64 {}, {}, {}", xc, xc, k(1100.0));
+        w_.op("cvt.rni.f64.f64 {}, {}", n, xc);
+        std::string f = sub(xc, n);
+        long double ln2 = std::log(2.0L);
+        double lh = static_cast<double>(ln2), ll = static_cast<double>(ln2 - lh);
+        std::string p = mul(f, k(lh));
+        std::string e = fma(f, k(ll), fma(f, k(lh), neg(p)));
+        std::string r = exp(p);
+        r = scale(fma(r, e, r), n);
+        return select(setp("nan", x, x), x, r);
+      }
+      case IrOp::Log2: {
+        // e + log(m) log2(e) for |x| = m 2^e, m in [sqrt(1/2), sqrt(2)); the product in two
+        // parts, added to e last.
+        auto [m0, e0] = frexp(x);
+        std::string big_m = setp("gt", m0, k(1.4142135623730951));
+        std::string m = select(big_m, mul(m0, k(0.5)), m0);
+        std::string e = select(big_m, add(e0, k(1.0)), e0);
+        long double l2e = 1 / std::log(2.0L);
+        double ch = static_cast<double>(l2e), cl = static_cast<double>(l2e - ch);
+        std::string lm = log(m);
+        std::string hi = mul(lm, k(ch));
+        std::string lo = fma(lm, k(cl), fma(lm, k(ch), neg(hi)));
+        std::string s = add(e, hi);
+        std::string err = add(sub(e, s), hi);  // exact: |e| >= |hi| or e == 0
+        std::string r = add(s, add(err, lo));
+        r = select(setp("eq", x, k(0.0)), k(-INFINITY), r);
+        r = select(setp("eq", x, k(INFINITY)), x, r);
+        return select(setp("lt", x, k(0.0)), k(NAN), select(setp("nan", x, x), x, r));
+      }
+      case IrOp::Cbrt: {
+        // |x| = m 2^e; with e = 3q + r, cbrt = cbrt(m 2^r) 2^q, the first by Newton's
+        // iteration from 2 (above every root of [1, 8): it converges from above).
+        std::string a = fabs(x);
+        auto [m, e] = frexp(a);
+        std::string eo = add(e, k(1200.0));  // positive, a multiple of 3 apart
+        std::string q3 = d();
+        w_.op("mul.rn.f64 {}, {}, {}", q3, eo, k(1.0 / 3));
+        w_.op("cvt.rmi.f64.f64 {}, {}", q3, q3);
+        // floor(eo * (1/3)) may be one off where the product rounds across an integer.
+        std::string rem = sub(eo, mul(q3, k(3.0)));
+        std::string low = setp("lt", rem, k(0.0)), high = setp("ge", rem, k(3.0));
+        q3 = select(low, sub(q3, k(1.0)), select(high, add(q3, k(1.0)), q3));
+        rem = select(low, add(rem, k(3.0)), select(high, sub(rem, k(3.0)), rem));
+        std::string t = scale(m, rem);
+        std::string y = k(2.0);
+        for (int i = 0; i < 7; ++i)
+          y = sub(y, div(fma(mul(y, y), y, neg(t)), mul(k(3.0), mul(y, y))));
+        std::string r = scale(y, sub(q3, k(400.0)));
+        std::string special = setp("eq", a, k(0.0));
+        w_.op("or.pred {}, {}, {}", special, special, setp("eq", a, k(INFINITY)));
+        w_.op("or.pred {}, {}, {}", special, special, setp("nan", a, a));
+        r = select(special, a, r);
+        return copysign(r, x);
+      }
+      default:
+        return x;
+    }
+  }
+
+  // atan2 in double: atan(|y| / |x|) (fdlibm's atan), then C's quadrants and zeros; pi in two
+  // parts.
+  std::string atan2_64(const std::string& y, const std::string& x) {
+    long double pi_l = std::acos(-1.0L);
+    const double pih = static_cast<double>(pi_l), pil = static_cast<double>(pi_l - pih);
+    std::string ay = fabs(y), ax = fabs(x);
+    std::string both_inf = setp("eq", ay, k(INFINITY));
+    w_.op("and.pred {}, {}, {}", both_inf, both_inf, setp("eq", ax, k(INFINITY)));
+    ay = select(both_inf, k(1.0), ay);
+    ax = select(both_inf, k(1.0), ax);
+    std::string r = atan64(div(ay, ax));
+    r = select(setp("eq", ay, k(0.0)), k(0.0), r);
+    r = select(sign_set(x), sub(k(pih), sub(r, k(pil))), r);
+    r = copysign(r, y);
+    return select(setp("nan", y, x), add(y, x), r);
+  }
+
+ private:
+  PtxWriter& w_;
+};
+
+}  // namespace
+
+std::string emit_math2(PtxWriter& w, IrOp op, ScalarType t, const std::string& x,
+                       const std::string& y) {
+  Wide m(w);
+  if (t == ScalarType::Float64)
+    return op == IrOp::Atan2 ? m.atan2_64(x, y) : m.unary64(op, x);
+  std::string xd = m.d(), yd = m.d(), r = w.reg(RegClass::F32);
+  w.op("cvt.f64.f32 {}, {}", xd, x);
+  std::string out;
+  if (op == IrOp::Atan2 || op == IrOp::Pow) {
+    w.op("cvt.f64.f32 {}, {}", yd, y);
+    out = m.binary(op, xd, yd);
+  } else {
+    out = m.unary(op, xd);
+  }
+  w.op("cvt.rn.f32.f64 {}, {}", r, out);
+  return r;
+}
+
+}  // namespace ff::cuda_backend
