@@ -103,7 +103,7 @@ class KernelEmitter {
         throw BackendError("cuda backend: kernel " + ir.hash.to_hex() + " uses " +
                            to_string(in.type) + " " + to_string(in.op) +
                            ", which has no PTX routine yet (float32 has every math function, "
-                           "float64 all but erf and pow): run it on the llvm backend");
+                           "float64 all but pow): run it on the llvm backend");
       unroll_ = 1;
     }
   }
@@ -280,10 +280,6 @@ std::string KernelEmitter::emit(const std::string& name) {
                        std::to_string(n_params) + " parameters; at most " +
                        std::to_string(kMaxKernelParams) + " fit a launch");
   std::vector<ParamSummary> uses = param_summary(ir_);
-  bool globals = false;
-  for (const IrInstr& in : ir_.instrs) {
-    globals = globals || (is_float(in.type) && math_needs_globals(in.op));
-  }
 
   // Thread index and grid stride.
   std::string n = b64(), i = b64(), stride = b64();
@@ -355,8 +351,7 @@ std::string KernelEmitter::emit(const std::string& name) {
 
   std::string s =
       "// freezeframe kernel " + ir_.hash.to_hex() + "\n" + ptx_module_header(options_.target);
-  if (globals)
-    s += ptx_math_globals();
+  s += ptx_math_globals(ir_);
   s += ".visible .entry " + name + "(\n\t.param .u64 ff_n";
   for (size_t p = 0; p < n_params; ++p)
     s += ",\n\t.param .u64 ff_p" + std::to_string(p);

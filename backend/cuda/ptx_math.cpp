@@ -427,19 +427,34 @@ std::string emit_math(PtxWriter& w, IrOp op, ScalarType t, const std::string& x)
 }
 
 bool has_ptx_math(IrOp op, ScalarType t) {
-  return op == IrOp::Exp || op == IrOp::Log || op == IrOp::Sin || op == IrOp::Cos ||
-         t == ScalarType::Float32 || (op != IrOp::Erf && op != IrOp::Pow);
+  return t == ScalarType::Float32 || op != IrOp::Pow;
 }
 
-bool math_needs_globals(IrOp op) {
-  return op == IrOp::Sin || op == IrOp::Cos || op == IrOp::Tan;  // Tan: sin and cos in double
-}
+namespace {
 
-std::string ptx_math_globals() {
+std::string two_over_pi_table() {
   std::string s = fmt::format(".global .align 8 .b64 ff_two_over_pi[{}] = {{", kTwoOverPiWords);
   for (int i = 0; i < kTwoOverPiWords; ++i)
     s += fmt::format("{}0x{:016X}", i ? ", " : "", kTwoOverPi[i]);
   return s + "};\n\n";
+}
+
+}  // namespace
+
+std::string ptx_math_globals(const KernelIR& ir) {
+  bool two_over_pi = false, erfc = false;
+  for (const IrInstr& in : ir.instrs) {
+    if (!is_float(in.type))
+      continue;
+    // Tan (either width) reduces through the double sin and cos.
+    two_over_pi = two_over_pi || in.op == IrOp::Sin || in.op == IrOp::Cos || in.op == IrOp::Tan;
+    erfc = erfc || (in.op == IrOp::Erf && in.type == ScalarType::Float64);
+  }
+  return (two_over_pi ? two_over_pi_table() : "") + (erfc ? ptx_erfc_table() : "");
+}
+
+std::string ptx_math_globals() {
+  return two_over_pi_table() + ptx_erfc_table();
 }
 
 }  // namespace ff::cuda_backend

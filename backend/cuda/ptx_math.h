@@ -36,7 +36,7 @@ inline constexpr double kMathUlpBound = 2.0;
 std::string emit_math(PtxWriter& w, IrOp op, ScalarType t, const std::string& x);
 
 /// True when emit_math() / emit_math2() have a routine for op at type t: every transcendental
-/// opcode in Float32; in Float64 all but erf and pow so far (the code generator refuses
+/// opcode in Float32; in Float64 all but pow so far (the code generator refuses
 /// kernels that use those).
 bool has_ptx_math(IrOp op, ScalarType t);
 
@@ -46,10 +46,14 @@ bool has_ptx_math(IrOp op, ScalarType t);
 std::string emit_math2(PtxWriter& w, IrOp op, ScalarType t, const std::string& x,
                        const std::string& y = {});
 
-/// True when op's routine reads the module-scope table from ptx_math_globals().
-bool math_needs_globals(IrOp op);
+/// The module-scope tables the routines of `ir`'s instructions read (the 2/pi table for sin,
+/// cos and tan, the erfc Taylor table for Float64 erf), placed before the entry; "" for none.
+std::string ptx_math_globals(const KernelIR& ir);
 
-/// Module-scope declarations the routines use (the 2/pi table), placed before the entry.
+/// The erfc Taylor table's declaration (ptx_math_more.cpp).
+std::string ptx_erfc_table();
+
+/// Every table ptx_math_globals(ir) may declare (for modules that combine kernels).
 std::string ptx_math_globals();
 
 /// The table's words: bit i of the concatenation (most significant first) is bit i - 63 of the

@@ -8,13 +8,18 @@
 // asinh, acosh and atanh go through an accurate log1p, atan reduces its argument twice by the
 // half-angle formula before its series.
 //
-// Float64 (all but erf and pow, which need more than double precision inside): each function
+// Float64 (all but pow, which needs more than double precision inside): each function
 // reduced to an argument where a series converges fast, with the small part added last so
 // that its rounding errors shrink (asin, acos, atan as fdlibm reduces them, sinh, tanh,
 // asinh, atanh by their series near 0), or composed of exp and log where the composition
 // loses nothing (exp2 with a two-part product, log2 from the exponent plus log of the
-// mantissa, cbrt by Newton's iteration on the mantissa).
+// mantissa, cbrt by Newton's iteration on the mantissa); erf from a table of Taylor
+// polynomials of erfc.
+#include <fmt/format.h>
+
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -28,6 +33,31 @@ constexpr double kPio2 = 1.5707963267948966;
 constexpr double kLn2 = 0.6931471805599453;
 constexpr double kLog2e = 1.4426950408889634;
 constexpr double kTwoOverSqrtPi = 1.1283791670955126;
+
+// erfc on [1/2, 6) as Taylor polynomials around the midpoints x0 = 5/8, 7/8, ..., 47/8 of 22
+// intervals of width 1/4: c_n = erfc^(n)(x0) / n!, where erfc^(n)(x) = (-1)^n (2/sqrt(pi))
+// H_(n-1)(x) exp(-x^2) (physicists' Hermite polynomials), in long double; |h| <= 1/8 needs 24.
+constexpr int kErfcIntervals = 22;
+constexpr int kErfcTerms = 24;
+
+std::vector<double> erfc_taylor_table() {
+  std::vector<double> t;
+  const long double two_over_sqrt_pi = 2 / std::sqrt(std::acos(-1.0L));
+  for (int i = 0; i < kErfcIntervals; ++i) {
+    long double x0 = 0.5L + (i + 0.5L) / 4;
+    long double g = two_over_sqrt_pi * std::exp(-x0 * x0);
+    t.push_back(static_cast<double>(std::erfc(x0)));
+    long double h_prev = 0, h = 1, fact = 1;  // H_(n-1), starting at H_0
+    for (int n = 1; n < kErfcTerms; ++n) {
+      fact *= n;
+      t.push_back(static_cast<double>((n % 2 ? -1 : 1) * g * h / fact));
+      long double next = 2 * x0 * h - 2 * (n - 1) * h_prev;  // H_n
+      h_prev = h;
+      h = next;
+    }
+  }
+  return t;
+}
 
 class Wide {
  public:
@@ -543,6 +573,47 @@ class Wide {
         r = select(setp("eq", x, k(INFINITY)), x, r);
         return select(setp("lt", x, k(0.0)), k(NAN), select(setp("nan", x, x), x, r));
       }
+      case IrOp::Erf: {
+        // Below 1/2 the series a (c + z S(z)), c = 2/sqrt(pi) in two parts; up to 6,
+        // 1 - erfc(a) with erfc from the Taylor table (ff_erfc_taylor); beyond, 1 (erfc(6) is
+        // under half an ulp of 1).
+        long double c_l = 2 / std::sqrt(std::acos(-1.0L));
+        double ch = static_cast<double>(c_l), cl = static_cast<double>(c_l - ch);
+        std::vector<double> tail;
+        long double f = 1;
+        for (int n = 1; n < 16; ++n) {
+          f *= n;
+          tail.push_back(static_cast<double>((n % 2 ? -c_l : c_l) / (f * (2 * n + 1))));
+        }
+        std::string a = fabs(x), z = mul(a, a);
+        std::string small = fma(a, k(ch), fma(a, k(cl), mul(mul(a, z), horner(z, tail))));
+        // Interval i = clamp(floor((a - 1/2) 4), 0, 21), x0 its midpoint, h = a - x0 exact.
+        std::string fi = d();
+        w_.op("fma.rn.f64 {}, {}, 0d4010000000000000, 0dC000000000000000", fi, a);
+        w_.op("cvt.rmi.f64.f64 {}, {}", fi, fi);
+        w_.op("max.f64 {}, {}, 0d0000000000000000", fi, fi);
+        w_.op("min.f64 {}, {}, {}", fi, fi, k(kErfcIntervals - 1));
+        std::string x0 = fma(fi, k(0.25), k(0.625));
+        std::string h = sub(a, x0);
+        std::string idx = w_.reg(RegClass::B32), off = w_.reg(RegClass::B64),
+                    addr = w_.reg(RegClass::B64);
+        w_.op("cvt.rzi.u32.f64 {}, {}", idx, fi);
+        w_.op("mul.wide.u32 {}, {}, {}", off, idx, kErfcTerms * 8);
+        w_.op("mov.u64 {}, ff_erfc_taylor", addr);
+        w_.op("add.u64 {}, {}, {}", addr, addr, off);
+        std::string acc = d();
+        w_.op("ld.global.f64 {}, [{}+{}]", acc, addr, (kErfcTerms - 1) * 8);
+        for (int n = kErfcTerms - 2; n >= 0; --n) {
+          std::string cn = d(), q = d();
+          w_.op("ld.global.f64 {}, [{}+{}]", cn, addr, n * 8);
+          w_.op("fma.rn.f64 {}, {}, {}, {}", q, acc, h, cn);
+          acc = q;
+        }
+        std::string r = select(setp("lt", a, k(6.0)), sub(k(1.0), acc), k(1.0));
+        r = select(setp("lt", a, k(0.5)), small, r);
+        r = select(setp("nan", x, x), x, r);
+        return copysign(r, x);
+      }
       case IrOp::Cbrt: {
         // |x| = m 2^e; with e = 3q + r, cbrt = cbrt(m 2^r) 2^q, the first by Newton's
         // iteration from 2 (above every root of [1, 8): it converges from above).
@@ -595,6 +666,14 @@ class Wide {
 };
 
 }  // namespace
+
+std::string ptx_erfc_table() {
+  std::vector<double> t = erfc_taylor_table();
+  std::string s = fmt::format(".global .align 8 .b64 ff_erfc_taylor[{}] = {{", t.size());
+  for (size_t i = 0; i < t.size(); ++i)
+    s += fmt::format("{}0x{:016X}", i ? ", " : "", std::bit_cast<uint64_t>(t[i]));
+  return s + "};\n\n";
+}
 
 std::string emit_math2(PtxWriter& w, IrOp op, ScalarType t, const std::string& x,
                        const std::string& y) {
