@@ -96,16 +96,9 @@ class KernelEmitter {
   KernelEmitter(const KernelIR& ir, const PtxOptions& options)
       : ir_(ir), options_(options), unroll_(options.unroll ? options.unroll : 1) {
     // Kernels with inline math routines are compute bound and long: one element per round.
-    for (const IrInstr& in : ir.instrs) {
-      if (op_facts(in.op).cost != CostClass::Transcendental)
-        continue;
-      if (!has_ptx_math(in.op, in.type))
-        throw BackendError("cuda backend: kernel " + ir.hash.to_hex() + " uses " +
-                           to_string(in.type) + " " + to_string(in.op) +
-                           ", which has no PTX routine yet (float32 has every math function, "
-                           "float64 all but pow): run it on the llvm backend");
-      unroll_ = 1;
-    }
+    for (const IrInstr& in : ir.instrs)
+      if (op_facts(in.op).cost == CostClass::Transcendental)
+        unroll_ = 1;
   }
 
   std::string emit(const std::string& name);
@@ -634,7 +627,7 @@ std::string KernelEmitter::emit_unary(const IrInstr& in, unsigned u) {
     case IrOp::Log2:
     case IrOp::Erf:
     case IrOp::Cbrt:
-      return emit_math(w_, in.op, t, a);  // the constructor refused what has no routine
+      return emit_math(w_, in.op, t, a);
     default:
       return r;
   }
@@ -705,7 +698,7 @@ std::string KernelEmitter::emit_binary(const IrInstr& in, unsigned u) {
     }
     case IrOp::Atan2:
     case IrOp::Pow:
-      return emit_math2(w_, in.op, t, a, b);  // the constructor refused what has no routine
+      return emit_math2(w_, in.op, t, a, b);
     case IrOp::Copysign: {
       // On the bits: |a| with b's sign bit, NaN payloads kept (as llvm.copysign).
       std::string x = wide ? b64() : b32(), y = wide ? b64() : b32();

@@ -426,10 +426,6 @@ std::string emit_math(PtxWriter& w, IrOp op, ScalarType t, const std::string& x)
   }
 }
 
-bool has_ptx_math(IrOp op, ScalarType t) {
-  return t == ScalarType::Float32 || op != IrOp::Pow;
-}
-
 namespace {
 
 std::string two_over_pi_table() {

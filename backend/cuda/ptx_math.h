@@ -30,15 +30,9 @@ namespace ff::cuda_backend {
 /// The error bound of the routines, in ulp (what the tests check).
 inline constexpr double kMathUlpBound = 2.0;
 
-/// Emits op(x) for op in {Exp, Log, Sin, Cos} and t in {Float32, Float64}, or any other
-/// unary transcendental opcode in Float32 (has_ptx_math); `x` is a register of t's class.
-/// Returns the result register.
+/// Emits op(x) for any unary transcendental opcode (Exp ... Cbrt) and t in {Float32, Float64};
+/// `x` is a register of t's class. Returns the result register.
 std::string emit_math(PtxWriter& w, IrOp op, ScalarType t, const std::string& x);
-
-/// True when emit_math() / emit_math2() have a routine for op at type t: every transcendental
-/// opcode in Float32; in Float64 all but pow so far (the code generator refuses
-/// kernels that use those).
-bool has_ptx_math(IrOp op, ScalarType t);
 
 /// The routines of the transcendental opcodes after the first four (ptx_math_more.cpp): op(x),
 /// or op(x, y) for Atan2 (x = y coordinate, y = x coordinate, as the IR's operands) and Pow,

@@ -8,18 +8,20 @@
 // asinh, acosh and atanh go through an accurate log1p, atan reduces its argument twice by the
 // half-angle formula before its series.
 //
-// Float64 (all but pow, which needs more than double precision inside): each function
+// Float64: each function
 // reduced to an argument where a series converges fast, with the small part added last so
 // that its rounding errors shrink (asin, acos, atan as fdlibm reduces them, sinh, tanh,
 // asinh, atanh by their series near 0), or composed of exp and log where the composition
 // loses nothing (exp2 with a two-part product, log2 from the exponent plus log of the
 // mantissa, cbrt by Newton's iteration on the mantissa); erf from a table of Taylor
-// polynomials of erfc.
+// polynomials of erfc; pow as exp(y log|x|) with the logarithm and the product in
+// double-double.
 #include <fmt/format.h>
 
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -283,8 +285,12 @@ class Wide {
       return select(setp("nan", a, b), add(a, b), r);
     }
     // pow(x = a, y = b): exp(y log|x|), then C's special cases.
+    return pow_special_cases(a, b, exp(mul(b, log(fabs(a)))));
+  }
+
+  // C's special cases of pow(a, b) around r = |a|^b (a result for every finite positive |a|).
+  std::string pow_special_cases(const std::string& a, const std::string& b, std::string r) {
     std::string ax = fabs(a);
-    std::string r = exp(mul(b, log(ax)));
     // y an integer (finite), and odd: trunc(y) == y, trunc(y / 2) != y / 2.
     std::string ty = d(), half = d(), th = d();
     w_.op("cvt.rzi.f64.f64 {}, {}", ty, b);
@@ -644,6 +650,68 @@ class Wide {
     }
   }
 
+  // (hi, lo) = a + b exactly (Knuth's two-sum: any magnitudes).
+  std::pair<std::string, std::string> two_sum(const std::string& a, const std::string& b) {
+    std::string s = add(a, b), bb = sub(s, a);
+    std::string err = add(sub(a, sub(s, bb)), sub(b, bb));
+    return {s, err};
+  }
+
+  // pow in double: exp(y log|x|) with log|x| and the product in double-double (about 2^-65
+  // relative), so that a product as large as 709 still carries under half an ulp of error
+  // into exp; then exp(hi) (1 + lo).
+  std::string pow64(const std::string& a, const std::string& b) {
+    std::string ax = fabs(a);
+    // |x| = m 2^e, m in [sqrt(1/2), sqrt(2)); log m = 2 atanh(s), s = f / (2 + f), f = m - 1.
+    auto [m0, e0] = frexp(ax);
+    std::string big_m = setp("gt", m0, k(1.4142135623730951));
+    std::string m = select(big_m, mul(m0, k(0.5)), m0);
+    std::string e = select(big_m, add(e0, k(1.0)), e0);
+    std::string f = sub(m, k(1.0));  // exact (Sterbenz)
+    std::string d_hi = add(f, k(2.0));
+    std::string d_lo = add(sub(k(2.0), d_hi), f);  // exact: |2| >= |f|
+    std::string s_hi = div(f, d_hi);
+    std::string r = sub(fma(neg(s_hi), d_hi, f), mul(s_hi, d_lo));
+    std::string s_lo = div(r, d_hi);
+    // 2 s^3 / 3 in two parts; the rest of the series from s_hi in double.
+    std::string p_hi = mul(s_hi, s_hi), p_lo = fma(s_hi, s_hi, neg(p_hi));
+    std::string q_hi = mul(p_hi, s_hi), q_lo = fma(p_lo, s_hi, fma(p_hi, s_hi, neg(q_hi)));
+    long double two_thirds = 2.0L / 3;
+    double th = static_cast<double>(two_thirds), tl = static_cast<double>(two_thirds - th);
+    std::string t_hi = mul(q_hi, k(th));
+    std::string t_lo = fma(q_lo, k(th), fma(q_hi, k(tl), fma(q_hi, k(th), neg(t_hi))));
+    std::vector<double> rest;  // 2 s^5 / 5 + 2 s^7 / 7 + ... = s^5 (2/5 + 2/7 z + ...)
+    for (int n = 2; n < 14; ++n)
+      rest.push_back(2.0 / (2 * n + 1));
+    std::string z = p_hi;
+    std::string tail = mul(mul(q_hi, z), horner(z, rest));
+    // d/ds of the series times s_lo: 2 s_lo / (1 - s^2).
+    std::string lin = div(add(s_lo, s_lo), sub(k(1.0), p_hi));
+    auto [lm_hi, lm_lo] = two_sum(add(s_hi, s_hi), t_hi);
+    lm_lo = add(lm_lo, add(t_lo, add(tail, lin)));
+    // + e ln2 (ln2's high part has 42 bits, so e ln2_hi is exact).
+    const double ln2_hi = 0x1.62e42fefa3800p-1;
+    const double ln2_lo = static_cast<double>(std::log(2.0L) - static_cast<long double>(ln2_hi));
+    auto [l_hi, l_lo] = two_sum(mul(e, k(ln2_hi)), lm_hi);
+    l_lo = add(l_lo, add(lm_lo, mul(e, k(ln2_lo))));
+    std::tie(l_hi, l_lo) = two_sum(l_hi, l_lo);  // |lo| was up to ~1e-6 (the series' tail)
+    // y log|x| in two parts, then exp(hi) (1 + lo). |x| of 0, inf or NaN: log|x| is -inf,
+    // inf or NaN, which exp maps to 0, inf or NaN by the sign of y.
+    std::string y_hi = mul(b, l_hi);
+    std::string y_lo = fma(b, l_lo, fma(b, l_hi, neg(y_hi)));
+    std::string regular = setp("gt", ax, k(0.0));
+    w_.op("and.pred {}, {}, {}", regular, regular, setp("lt", ax, k(INFINITY)));
+    std::string finite = setp("lt", fabs(y_hi), k(INFINITY));
+    w_.op("and.pred {}, {}, {}", finite, finite, regular);
+    auto [n_hi, n_lo] = two_sum(y_hi, y_lo);  // exp(hi) (1 + lo) needs |lo| <= ulp(hi)
+    std::string special_log = select(setp("eq", ax, k(0.0)), k(-INFINITY), ax);
+    y_hi = select(finite, n_hi, select(regular, y_hi, mul(b, special_log)));
+    y_lo = select(finite, n_lo, k(0.0));
+    std::string ex = exp(y_hi);
+    std::string res = select(setp("lt", ex, k(INFINITY)), fma(ex, y_lo, ex), ex);  // inf * 0
+    return pow_special_cases(a, b, res);
+  }
+
   // atan2 in double: atan(|y| / |x|) (fdlibm's atan), then C's quadrants and zeros; pi in two
   // parts.
   std::string atan2_64(const std::string& y, const std::string& x) {
@@ -678,8 +746,11 @@ std::string ptx_erfc_table() {
 std::string emit_math2(PtxWriter& w, IrOp op, ScalarType t, const std::string& x,
                        const std::string& y) {
   Wide m(w);
-  if (t == ScalarType::Float64)
+  if (t == ScalarType::Float64) {
+    if (op == IrOp::Pow)
+      return m.pow64(x, y);
     return op == IrOp::Atan2 ? m.atan2_64(x, y) : m.unary64(op, x);
+  }
   std::string xd = m.d(), yd = m.d(), r = w.reg(RegClass::F32);
   w.op("cvt.f64.f32 {}, {}", xd, x);
   std::string out;

@@ -1,5 +1,4 @@
-// The kernel IR operation corpus: a kernel for every opcode and every type it accepts (pow in
-// Float32 only, the one type with a PTX routine for it; casts
+// The kernel IR operation corpus: a kernel for every opcode and every type it accepts (casts
 // and bitcasts between every pair, gathers and scatters for every element and index type,
 // masks, range reports, scatter_add with collisions), each with input data that reaches the
 // edge cases (zero divisors, INT_MIN / -1, NaN, infinities, shift counts past the width,
