@@ -626,6 +626,71 @@ TEST_CASE("the reference interpreter refuses what it does not understand", "[cud
   CHECK_NOTHROW(m.launch("k", 1, 1, params));
 }
 
+TEST_CASE("the reference interpreter's atomics: add, and, or, xor, min, max, exch and cas",
+          "[cuda_codegen]") {
+  // 64 threads in 2 blocks; thread t (0..63) combines t - 20 (s32 min/max), 1 << (t % 32)
+  // (or), ~(1 << (t % 32)) (and), t (xor, u32 max), exchanges t into a word, and increments a
+  // counter with a compare-and-swap loop.
+  const std::string ptx = R"(.version 6.4
+.target sm_75
+.address_size 64
+.visible .entry k(
+	.param .u64 p
+)
+{
+	.reg .pred %p<2>;
+	.reg .b32 %r<12>;
+	.reg .b64 %rd<4>;
+	ld.param.u64 %rd0, [p];
+	cvta.to.global.u64 %rd0, %rd0;
+	mov.u32 %r0, %tid.x;
+	mov.u32 %r1, %ctaid.x;
+	mov.u32 %r2, %ntid.x;
+	mad.lo.u32 %r0, %r1, %r2, %r0;
+	sub.s32 %r3, %r0, 20;
+	red.global.min.s32 [%rd0], %r3;
+	red.global.max.s32 [%rd0+4], %r3;
+	and.b32 %r4, %r0, 31;
+	shl.b32 %r5, 1, %r4;
+	red.global.or.b32 [%rd0+8], %r5;
+	not.b32 %r6, %r5;
+	red.global.and.b32 [%rd0+12], %r6;
+	red.global.xor.b32 [%rd0+16], %r0;
+	red.global.max.u32 [%rd0+20], %r0;
+	atom.global.exch.b32 %r7, [%rd0+24], %r0;
+	ld.global.u32 %r8, [%rd0+28];
+LOOP:
+	add.s32 %r9, %r8, 1;
+	atom.global.cas.b32 %r10, [%rd0+28], %r8, %r9;
+	setp.ne.s32 %p0, %r10, %r8;
+	mov.u32 %r8, %r10;
+	@%p0 bra LOOP;
+	ret;
+}
+)";
+  PtxModule m(ptx);
+  int32_t words[8] = {0, 0, 0, -1, 0, 0, -7, 100};
+  m.allow(words, sizeof words);
+  uint64_t params[] = {reinterpret_cast<uint64_t>(words)};
+  m.launch("k", 2, 32, params);
+  uint32_t xor_all = 0;
+  for (uint32_t t = 0; t < 64; ++t)
+    xor_all ^= t;
+  CHECK(words[0] == -20);  // min(0, -20 .. 43)
+  CHECK(words[1] == 43);
+  CHECK(static_cast<uint32_t>(words[2]) == 0xFFFFFFFFu);
+  CHECK(words[3] == 0);
+  CHECK(static_cast<uint32_t>(words[4]) == xor_all);
+  CHECK(words[5] == 63);
+  CHECK((words[6] >= 0 && words[6] < 64));  // the last exchange's value
+  CHECK(words[7] == 164);                   // 100 + one increment per thread
+  // red has no exch or cas.
+  CHECK_THROWS_AS(PtxModule(".version 6.4\n.target sm_75\n.address_size 64\n.visible .entry "
+                            "k()\n{\n\t.reg .b32 %r<2>;\n\t.reg .b64 %rd<2>;\n\tred.global."
+                            "exch.b32 [%rd0], %r0;\n\tret;\n}\n"),
+                  ffcuda::PtxError);
+}
+
 TEST_CASE("round and trunc are exact, halfway cases of round away from zero",
           "[cuda_codegen][math]") {
   auto check = [&]<class T>() {

@@ -126,8 +126,12 @@ struct Operand {
   uint64_t imm = 0;     // Imm bits; Addr offset; Special id; Label target
 };
 
+// The operation of red / atom.
+enum class AtomOp : uint8_t { Add, And, Or, Xor, Min, Max, Exch, Cas };
+
 struct Instr {
   Op op;
+  AtomOp atom = AtomOp::Add;
   Ty t = Ty::None, t2 = Ty::None;  // t2: cvt source type
   Mod mod = kNone;
   bool cc = false;  // add.cc / addc.cc
@@ -442,11 +446,20 @@ void Parser::instruction(const std::string& text_in, Entry& e) {
       in.space = Space::Global;
     } else if (m == "shared") {
       in.space = Space::Shared;
+    } else if ((in.op == Op::Red || in.op == Op::Atom) &&
+               (m == "add" || m == "and" || m == "or" || m == "xor" || m == "exch" || m == "cas" ||
+                m == "min" || m == "max")) {
+      static const std::unordered_map<std::string, AtomOp> atom_ops = {
+          {"add", AtomOp::Add},   {"and", AtomOp::And}, {"or", AtomOp::Or},   {"xor", AtomOp::Xor},
+          {"exch", AtomOp::Exch}, {"cas", AtomOp::Cas}, {"min", AtomOp::Min}, {"max", AtomOp::Max}};
+      in.atom = atom_ops.at(m);
+      if (in.op == Op::Red && (in.atom == AtomOp::Exch || in.atom == AtomOp::Cas))
+        fail("red." + m + " does not exist (atom." + m + ")");
     } else if (m == "to" || m == "volatile" || m == "nc" || m == "uni" || m == "sync" ||
-               m == "gl" || m == "ballot" || m == "add" || m == "sat") {
+               m == "gl" || m == "ballot" || m == "sat") {
       if (m == "sat")
         fail("cvt.sat is not used by the generator");
-      // qualifiers without effect here (red.add / atom.add: the only operation used)
+      // qualifiers without effect here
     } else if (std::all_of(m.begin(), m.end(), ::isdigit) && in.op == Op::BarSync) {
     } else {
       fail("unknown modifier ." + m);
@@ -1171,12 +1184,40 @@ void Machine::step(Thread& t) {
       return;
     case Op::Red:
     case Op::Atom: {
+      // One thread runs at a time, so the read-modify-write is atomic by construction.
       const Operand& ao = in.op == Op::Red ? in.o[0] : in.o[1];
       uint64_t v = read(t, in.op == Op::Red ? in.o[1] : in.o[2]);
       uint64_t addr = address(t, ao);
       uint64_t old = load(t, in.space, ty, addr);
-      uint64_t r = fp ? (f64t ? bits(f64(old) + f64(v)) : bits(f32(old) + f32(v))) : old + v;
-      store(t, in.space, ty, addr, r);
+      uint64_t r = 0;
+      switch (in.atom) {
+        case AtomOp::Add:
+          r = fp ? (f64t ? bits(f64(old) + f64(v)) : bits(f32(old) + f32(v))) : old + v;
+          break;
+        case AtomOp::And:
+        case AtomOp::Or:
+        case AtomOp::Xor:
+          if (fp)
+            fail(t, "bitwise atomic on a float type");
+          r = in.atom == AtomOp::And ? old & v : in.atom == AtomOp::Or ? old | v : old ^ v;
+          break;
+        case AtomOp::Min:
+        case AtomOp::Max: {
+          if (fp)
+            fail(t, "float atomic min/max is not used by the generator");
+          bool less = sg ? sext(ty, v) < sext(ty, old) : mask(ty, v) < mask(ty, old);
+          bool greater = sg ? sext(ty, v) > sext(ty, old) : mask(ty, v) > mask(ty, old);
+          r = (in.atom == AtomOp::Min ? less : greater) ? v : old;
+          break;
+        }
+        case AtomOp::Exch:
+          r = v;
+          break;
+        case AtomOp::Cas:  // atom.cas d, [a], compare, new
+          r = mask(ty, old) == mask(ty, v) ? read(t, in.o[3]) : old;
+          break;
+      }
+      store(t, in.space, ty, addr, mask(ty, r));
       if (in.op == Op::Atom)
         write(t, in.o[0], ty, old);
       return next();
