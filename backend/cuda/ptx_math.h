@@ -1,10 +1,12 @@
-// exp, log, sin and cos in PTX for Float32 and Float64, emitted inline.
+// The math routines in PTX for Float32 and Float64, emitted inline: exp, log, sin and cos here
+// (ptx_math.cpp), the other transcendental opcodes in ptx_math_more.cpp (methods and measured
+// bounds: docs/math.md).
 //
 // PTX has no double-precision transcendentals and its single-precision `.approx` instructions
 // are a few ulp off, so both widths use range reduction plus a polynomial evaluated with
 // correctly rounded instructions only (add/mul/fma/div `.rn`, conversions, integer ops): the
 // result of every routine is then a fixed function of its input, the same on every GPU, and
-// the bounds below hold everywhere (tests/cuda_ptx_test.cpp runs the emitted PTX through a
+// the bounds below hold everywhere (tests/cuda_codegen_test.cpp runs the emitted PTX through a
 // reference interpreter against a long double reference; docs/cuda.md states the method).
 //
 //   exp: x = k ln2 + r (Cody-Waite, two-part ln2), Taylor polynomial of degree 7 (f32) or 13
@@ -27,7 +29,7 @@
 
 namespace ff::cuda_backend {
 
-/// The error bound of the routines, in ulp (what the tests check).
+/// The error bound of exp, log, sin and cos, in ulp (what the tests check).
 inline constexpr double kMathUlpBound = 2.0;
 
 /// Emits op(x) for any unary transcendental opcode (Exp ... Cbrt) and t in {Float32, Float64};
