@@ -271,7 +271,8 @@ void sweep_binary(
   INFO(name << " " << type);
   size_t bad = 0;
   for (size_t s = 0; s < sets.size(); ++s) {
-    const auto& [x, y] = sets[s];
+    const std::vector<T>& x = sets[s].first;  // not a structured binding: lambdas capture it
+    const std::vector<T>& y = sets[s].second;
     auto got = f(x, y);
     REQUIRE(got.size() == x.size());
     double worst = check_values<T>(
