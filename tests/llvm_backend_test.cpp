@@ -357,7 +357,9 @@ TEST_CASE("integer arithmetic wraps and division never traps", "[llvm]") {
   Env env(tiers);
   for_each_int_type([&]<class T>() {
     INFO(to_string(type_of<T>()));
-    auto [a, b] = pairs<T>();
+    const auto ab = pairs<T>();  // not a structured binding: the lambda below captures them
+    const auto& a = ab.first;
+    const auto& b = ab.second;
     auto add = binary<T>(env, IrOp::Add, a, b);
     auto sub = binary<T>(env, IrOp::Sub, a, b);
     auto mul = binary<T>(env, IrOp::Mul, a, b);
