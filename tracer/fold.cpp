@@ -6,6 +6,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "backend/ir/ir_analysis.h"
 #include "common/assert.h"
 
 namespace ff::detail {
@@ -301,28 +302,11 @@ bool fold_typed(IrOp op, const uint64_t* in, uint64_t& out) {
 }  // namespace
 
 bool fold(IrOp op, ScalarType type, ScalarType operand_type, const uint64_t* in, uint64_t& result) {
+  // Transcendental functions are left to kernels, so folding never differs from what libm or
+  // libmvec compute there.
+  if (op_facts(op).cost == CostClass::Transcendental)
+    return false;
   switch (op) {
-    case IrOp::Exp:
-    case IrOp::Log:
-    case IrOp::Sin:
-    case IrOp::Cos:
-    case IrOp::Tan:
-    case IrOp::Asin:
-    case IrOp::Acos:
-    case IrOp::Atan:
-    case IrOp::Sinh:
-    case IrOp::Cosh:
-    case IrOp::Tanh:
-    case IrOp::Asinh:
-    case IrOp::Acosh:
-    case IrOp::Atanh:
-    case IrOp::Exp2:
-    case IrOp::Log2:
-    case IrOp::Erf:
-    case IrOp::Cbrt:
-    case IrOp::Atan2:
-    case IrOp::Pow:
-      return false;  // left to kernels, so folding never differs from libm-vs-JIT results
     case IrOp::Select:
       result = in[0] ? in[1] : in[2];
       return true;

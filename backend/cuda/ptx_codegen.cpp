@@ -528,6 +528,8 @@ void KernelEmitter::emit_range_report(const IrInstr& in, const std::string& idx,
 std::string KernelEmitter::emit_unary(const IrInstr& in, unsigned u) {
   ScalarType t = in.type;
   const std::string& a = val(in.a, u);
+  if (op_facts(in.op).cost == CostClass::Transcendental)
+    return emit_math(w_, in.op, t, a);  // exp ... cbrt: the math routines
   std::string r = reg(t);
   switch (in.op) {
     case IrOp::Neg:
@@ -609,25 +611,6 @@ std::string KernelEmitter::emit_unary(const IrInstr& in, unsigned u) {
         w_.op("cvt.u64.u32 {}, {}", r, count);
       return r;
     }
-    case IrOp::Exp:
-    case IrOp::Log:
-    case IrOp::Sin:
-    case IrOp::Cos:
-    case IrOp::Tan:
-    case IrOp::Asin:
-    case IrOp::Acos:
-    case IrOp::Atan:
-    case IrOp::Sinh:
-    case IrOp::Cosh:
-    case IrOp::Tanh:
-    case IrOp::Asinh:
-    case IrOp::Acosh:
-    case IrOp::Atanh:
-    case IrOp::Exp2:
-    case IrOp::Log2:
-    case IrOp::Erf:
-    case IrOp::Cbrt:
-      return emit_math(w_, in.op, t, a);
     default:
       return r;
   }
