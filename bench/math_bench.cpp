@@ -12,7 +12,6 @@
 #include <freezeframe/freezeframe.h>
 
 #include <array>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -24,6 +23,7 @@
 #include "chain.h"
 #include "harness.h"
 #include "math_loops.h"
+#include "rounds.h"
 #include "workloads.h"
 
 namespace {
@@ -76,7 +76,6 @@ std::string check(Fn fn, const std::vector<float>& a, const std::vector<float>& 
 }
 
 void bm_math(benchmark::State& st, Fn fn) {
-  using Clock = std::chrono::steady_clock;
   ff::init("llvm");
   const int threads = ff_bench::baseline_threads(std::nullopt);
   const size_t n = g_size;
@@ -114,19 +113,7 @@ void bm_math(benchmark::State& st, Fn fn) {
         ran = std::min(ran, r);
         benchmark::ClobberMemory();
       }};
-  std::vector<std::array<double, kSides>> rounds;
-  for (auto _ : st) {
-    std::array<double, kSides> t{};
-    for (int k = 0; k < kSides; ++k) {  // the order turns each round
-      int s = int((rounds.size() + k) % kSides);
-      sides[s]();  // untimed: the same kind of call just before
-      auto t0 = Clock::now();
-      sides[s]();
-      t[s] = std::chrono::duration<double>(Clock::now() - t0).count();
-    }
-    st.SetIterationTime(t[0] + t[1] + t[2]);
-    rounds.push_back(t);
-  }
+  const auto rounds = ff_bench::run_rounds(st, sides);
   const std::vector<float> got[kSides] = {frozen_out.to_vector(), traced_out.to_vector(), loop_out};
   for (int s = 0; s < kSides; ++s)
     if (std::string err = check(fn, a, b, got[s]); !err.empty()) {
@@ -141,12 +128,7 @@ void bm_math(benchmark::State& st, Fn fn) {
                          .c_str());
     return;
   }
-  auto median_of = [&](auto per_round) {
-    std::vector<double> v;
-    for (const auto& t : rounds)
-      v.push_back(per_round(t));
-    return ff_bench::median(std::move(v));
-  };
+  auto median_of = [&](auto per_round) { return ff_bench::median_over(rounds, per_round); };
   for (int s = 0; s < kSides; ++s)
     st.counters[std::string("ms_") + kSideNames[s]] =
         median_of([s](const auto& t) { return t[s] * 1e3; });

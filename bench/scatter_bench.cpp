@@ -16,7 +16,6 @@
 #include <freezeframe/freezeframe.h>
 
 #include <array>
-#include <chrono>
 #include <cstdio>
 #include <functional>
 #include <random>
@@ -25,6 +24,7 @@
 
 #include "chain.h"
 #include "harness.h"
+#include "rounds.h"
 #include "scatter_loops.h"
 #include "workloads.h"
 
@@ -71,7 +71,6 @@ std::string compare(const std::vector<float>& got, const std::vector<float>& wan
 }
 
 void bm_scatter(benchmark::State& st, size_t n, size_t bins, int threads, bool with_openmp) {
-  using Clock = std::chrono::steady_clock;
   ff::init("llvm", ff::InitOptions{unsigned(threads)});
   const Input in = make_input(n, bins, uint32_t(n + bins));
   std::vector<float> want(bins, 0.0f);
@@ -111,22 +110,7 @@ void bm_scatter(benchmark::State& st, size_t n, size_t bins, int threads, bool w
       }};
   const int n_sides = with_openmp ? kSides : kOpenmp;
 
-  std::vector<std::array<double, kSides>> rounds;
-  for (auto _ : st) {
-    std::array<double, kSides> t{};
-    for (int k = 0; k < n_sides; ++k) {  // the order turns each round
-      int s = int((rounds.size() + k) % n_sides);
-      sides[s]();  // untimed: the same kind of call just before
-      auto t0 = Clock::now();
-      sides[s]();
-      t[s] = std::chrono::duration<double>(Clock::now() - t0).count();
-    }
-    double sum = 0;
-    for (double x : t)
-      sum += x;
-    st.SetIterationTime(sum);
-    rounds.push_back(t);
-  }
+  const auto rounds = ff_bench::run_rounds(st, sides, size_t(n_sides));
   std::vector<float> got[kSides] = {frozen_h.to_vector(), traced_h.to_vector(), serial_h, openmp_h};
   for (int s = 0; s < n_sides; ++s)
     if (std::string err = compare(got[s], want); !err.empty()) {
@@ -141,12 +125,7 @@ void bm_scatter(benchmark::State& st, size_t n, size_t bins, int threads, bool w
                          .c_str());
     return;
   }
-  auto median_of = [&](auto per_round) {
-    std::vector<double> v;
-    for (const auto& t : rounds)
-      v.push_back(per_round(t));
-    return ff_bench::median(std::move(v));
-  };
+  auto median_of = [&](auto per_round) { return ff_bench::median_over(rounds, per_round); };
   for (int s = 0; s < n_sides; ++s)
     st.counters[std::string("us_") + kSideNames[s]] =
         median_of([s](const auto& t) { return t[s] * 1e6; });

@@ -17,7 +17,7 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
+#include <functional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -25,6 +25,7 @@
 #include "baselines.h"
 #include "chain.h"
 #include "hand_loop.h"
+#include "rounds.h"
 #include "timed_calls.h"
 #include "workloads.h"
 
@@ -35,7 +36,6 @@ namespace ff_bench {
 /// hand_over_replay: hand-loop time / ff time; copy_over_traced, copy_over_replay: copy time /
 /// ff time, 1 = the memory limit).
 inline void bm_w2_side_by_side(benchmark::State& st, size_t n, int threads) {
-  using Clock = std::chrono::steady_clock;
   ff::Float x = upload(n);
   ff::Recording rec = record_chain(x, kW2Ops, kW2Ops, /*optimize=*/true);
   const std::vector<ff::AnyArray> in{ff::AnyArray(x)};
@@ -65,42 +65,14 @@ inline void bm_w2_side_by_side(benchmark::State& st, size_t n, int threads) {
     ran = std::min(ran, copy_loop(host_x.data(), copy_out.data(), n, threads));
     benchmark::ClobberMemory();
   };
-  auto timed = [](auto&& side) {
-    side();  // untimed: the same kind of call just before
-    auto t0 = Clock::now();
-    side();
-    return std::chrono::duration<double>(Clock::now() - t0).count();
-  };
-
   traced();
   if (!check_warm_up(st, traced_y, n, kW2Ops))
     return;
 
   enum Side { kTraced, kReplayed, kHand, kCopy, kSides };
 
-  std::vector<std::array<double, kSides>> rounds;
-  for (auto _ : st) {
-    // The order turns each round, so no side always runs after the same one.
-    std::array<double, kSides> t{};
-    for (int k = 0; k < kSides; ++k) {
-      switch (static_cast<Side>((rounds.size() + k) % kSides)) {
-        case kTraced:
-          t[kTraced] = timed(traced);
-          break;
-        case kReplayed:
-          t[kReplayed] = timed(replayed);
-          break;
-        case kHand:
-          t[kHand] = timed(hand);
-          break;
-        default:
-          t[kCopy] = timed(copy);
-          break;
-      }
-    }
-    st.SetIterationTime(t[kTraced] + t[kReplayed] + t[kHand] + t[kCopy]);
-    rounds.push_back(t);
-  }
+  const std::array<std::function<void()>, kSides> sides = {traced, replayed, hand, copy};
+  const auto rounds = run_rounds(st, sides);
   for (auto [what, y] : {std::pair{"traced", &traced_y}, {"replayed", &replayed_y}})
     if (std::string err = check_result(*y, timed_reference(n, kW2Ops)); !err.empty()) {
       st.SkipWithError(("wrong result of the last " + std::string(what) + " call: " + err).c_str());
@@ -119,10 +91,7 @@ inline void bm_w2_side_by_side(benchmark::State& st, size_t n, int threads) {
     }
   // Medians over the rounds of a side's time (ms) or of one side's time over another's.
   auto median_of = [&](auto per_round, double scale = 1) {
-    std::vector<double> v;
-    for (const auto& t : rounds)
-      v.push_back(per_round(t));
-    return median(std::move(v)) * scale;
+    return median_over(rounds, per_round) * scale;
   };
   auto time_of = [](Side s) { return [s](const auto& t) { return t[s]; }; };
   auto ratio = [](Side a, Side b) { return [a, b](const auto& t) { return t[a] / t[b]; }; };
