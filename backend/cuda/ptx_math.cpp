@@ -444,7 +444,7 @@ std::string ptx_math_globals(const KernelIR& ir) {
       continue;
     // Tan (either width) reduces through the double sin and cos.
     two_over_pi = two_over_pi || in.op == IrOp::Sin || in.op == IrOp::Cos || in.op == IrOp::Tan;
-    erfc = erfc || (in.op == IrOp::Erf && in.type == ScalarType::Float64);
+    erfc = erfc || in.op == IrOp::Erf;  // Float32 runs the Float64 routine
   }
   return (two_over_pi ? two_over_pi_table() : "") + (erfc ? ptx_erfc_table() : "");
 }

@@ -43,7 +43,7 @@ std::string emit_math2(PtxWriter& w, IrOp op, ScalarType t, const std::string& x
                        const std::string& y = {});
 
 /// The module-scope tables the routines of `ir`'s instructions read (the 2/pi table for sin,
-/// cos and tan, the erfc Taylor table for Float64 erf), placed before the entry; "" for none.
+/// cos and tan, the erfc Taylor table for erf), placed before the entry; "" for none.
 std::string ptx_math_globals(const KernelIR& ir);
 
 /// The erfc Taylor table's declaration (ptx_math_more.cpp).

@@ -1,21 +1,16 @@
 // The math functions after the first four (tan ... cbrt, atan2, pow) in PTX.
 //
-// Float32: evaluated in double and rounded once to float. Double carries 29 bits more than float,
-// so a few double ulp of error in the composition below (each part correctly rounded or within 2
-// double ulp) stays far under half a float ulp, and the float result is within about 0.5 ulp of
-// exact (docs/math.md states what the interpreter measured). The compositions avoid the
-// cancellations double would not hide: sinh and tanh of small arguments use their Taylor series,
-// asinh, acosh and atanh go through an accurate log1p, atan reduces its argument twice by the
-// half-angle formula before its series.
-//
-// Float64: each function
-// reduced to an argument where a series converges fast, with the small part added last so
-// that its rounding errors shrink (asin, acos, atan as fdlibm reduces them, sinh, tanh,
-// asinh, atanh by their series near 0), or composed of exp and log where the composition
+// Float64: each function reduced to an argument where a series converges fast, with the small part
+// added last so that its rounding errors shrink (asin, acos, atan as fdlibm reduces them, sinh,
+// tanh, asinh, atanh by their series near 0), or composed of exp and log where the composition
 // loses nothing (exp2 with a two-part product, log2 from the exponent plus log of the
 // mantissa, cbrt by Newton's iteration on the mantissa); erf from a table of Taylor
 // polynomials of erfc; pow as exp(y log|x|) with the logarithm and the product in
 // double-double.
+//
+// Float32: the Float64 routine on the widened argument, rounded once to float. Its few double
+// ulp of error are ~2^-29 of a float ulp, so the float result is within about 0.5 ulp of exact
+// (docs/math.md states what the interpreter measured).
 #include <fmt/format.h>
 
 #include <bit>
@@ -30,11 +25,7 @@
 namespace ff::cuda_backend {
 namespace {
 
-constexpr double kPi = 3.141592653589793;
-constexpr double kPio2 = 1.5707963267948966;
 constexpr double kLn2 = 0.6931471805599453;
-constexpr double kLog2e = 1.4426950408889634;
-constexpr double kTwoOverSqrtPi = 1.1283791670955126;
 
 // erfc on [1/2, 6) as Taylor polynomials around the midpoints x0 = 5/8, 7/8, ..., 47/8 of 22
 // intervals of width 1/4: c_n = erfc^(n)(x0) / n!, where erfc^(n)(x) = (-1)^n (2/sqrt(pi))
@@ -158,136 +149,6 @@ class Wide {
     return select(setp("eq", t, k(INFINITY)), t, r);  // inf / inf would be NaN
   }
 
-  // sinh(a) for 0 <= a < 0.5: a (1 + a^2/3! + ... + a^16/17!).
-  std::string sinh_series(const std::string& a) {
-    std::vector<double> c;
-    double f = 1;
-    for (int n = 1; n <= 17; n += 2) {
-      c.push_back(1.0 / f);
-      f *= (n + 1.0) * (n + 2.0);
-    }
-    return mul(a, horner(mul(a, a), c));
-  }
-
-  // atan(x) in double: |x| > 1 as pi/2 - atan(1/|x|), then twice t -> t / (1 + sqrt(1 + t^2))
-  // (atan t = 2 atan of the result) down to |t| <= tan(pi/16), then the series to t^27.
-  std::string atan(const std::string& x) {
-    std::string a = fabs(x);
-    std::string inv = setp("gt", a, k(1.0));
-    std::string t = select(inv, div(k(1.0), a), a);
-    for (int h = 0; h < 2; ++h)
-      t = div(t, add(k(1.0), sqrt(add(k(1.0), mul(t, t)))));
-    std::vector<double> c;
-    for (int n = 0; n < 14; ++n)
-      c.push_back((n % 2 ? -1.0 : 1.0) / (2 * n + 1));
-    std::string r = mul(k(4.0), mul(t, horner(mul(t, t), c)));
-    r = select(inv, sub(k(kPio2), r), r);
-    return copysign(r, x);
-  }
-
-  std::string unary(IrOp op, const std::string& x) {
-    switch (op) {
-      case IrOp::Tan: {
-        std::string s = emit_math(w_, IrOp::Sin, ScalarType::Float64, x);
-        std::string c = emit_math(w_, IrOp::Cos, ScalarType::Float64, x);
-        return div(s, c);
-      }
-      case IrOp::Asin:  // atan(x / sqrt((1 - x)(1 + x))): 1 - x and 1 + x are exact
-        return atan(div(x, sqrt(mul(sub(k(1.0), x), add(k(1.0), x)))));
-      case IrOp::Acos:
-        return mul(k(2.0), atan(sqrt(div(sub(k(1.0), x), add(k(1.0), x)))));
-      case IrOp::Atan:
-        return atan(x);
-      case IrOp::Sinh: {
-        std::string a = fabs(x), e = exp(a);
-        std::string big = mul(k(0.5), sub(e, div(k(1.0), e)));
-        return copysign(select(setp("lt", a, k(0.5)), sinh_series(a), big), x);
-      }
-      case IrOp::Cosh: {
-        std::string e = exp(fabs(x));
-        return mul(k(0.5), add(e, div(k(1.0), e)));
-      }
-      case IrOp::Tanh: {
-        std::string a = fabs(x), e = exp(a), e2 = exp(mul(k(2.0), a));
-        std::string small = div(sinh_series(a), mul(k(0.5), add(e, div(k(1.0), e))));
-        std::string big = sub(k(1.0), div(k(2.0), add(e2, k(1.0))));
-        return copysign(select(setp("lt", a, k(0.5)), small, big), x);
-      }
-      case IrOp::Asinh: {  // log1p(a + a^2 / (1 + sqrt(1 + a^2)))
-        std::string a = fabs(x), z = mul(a, a);
-        std::string t = add(a, div(z, add(k(1.0), sqrt(add(k(1.0), z)))));
-        std::string r = select(setp("eq", a, k(INFINITY)), a, log1p(t));
-        return copysign(r, x);
-      }
-      case IrOp::Acosh: {  // log1p(t + sqrt(t (t + 2))), t = x - 1 (exact); NaN below 1
-        std::string t = sub(x, k(1.0));
-        std::string r = log1p(add(t, sqrt(mul(t, add(t, k(2.0))))));
-        return select(setp("lt", x, k(1.0)), k(NAN), r);
-      }
-      case IrOp::Atanh: {  // log1p(2a / (1 - a)) / 2
-        std::string a = fabs(x);
-        std::string r = mul(k(0.5), log1p(div(mul(k(2.0), a), sub(k(1.0), a))));
-        return copysign(r, x);
-      }
-      case IrOp::Exp2: {
-        // 2^n exp(f ln2) with n = rint(x), f = x - n (exact): integers give exact powers of
-        // two. x is clamped first (float results are 0 or inf beyond +-200); NaN stays.
-        std::string xc = d(), n = d(), f = d();
-        w_.op("max.f64 {}, {}, {}", xc, x, k(-200.0));
-        w_.op("min.f64 {}, {}, {}", xc, xc, k(200.0));
-        w_.op("cvt.rni.f64.f64 {}, {}", n, xc);
-        w_.op("sub.rn.f64 {}, {}, {}", f, xc, n);
-        std::string ni = w_.reg(RegClass::B32), e = w_.reg(RegClass::B64), scale = d();
-        w_.op("cvt.rzi.s32.f64 {}, {}", ni, n);
-        w_.op("add.s32 {}, {}, 1023", ni, ni);
-        w_.op("cvt.u64.u32 {}, {}", e, ni);
-        w_.op("shl.b64 {}, {}, 52", e, e);
-        w_.op("mov.b64 {}, {}", scale, e);
-        std::string r = mul(exp(mul(f, k(kLn2))), scale);
-        return select(setp("nan", x, x), x, r);
-      }
-      case IrOp::Log2:
-        return mul(log(x), k(kLog2e));
-      case IrOp::Erf: {
-        // The series 2/sqrt(pi) sum (-1)^n x^(2n+1) / (n! (2n+1)) to n = 75 for |x| < 4;
-        // beyond, erf rounds to +-1 in float (erfc(3.92) < 2^-25).
-        std::string a = fabs(x);
-        std::vector<double> c;
-        double f = 1;
-        for (int n = 0; n <= 75; ++n) {
-          if (n > 0)
-            f *= n;
-          c.push_back((n % 2 ? -kTwoOverSqrtPi : kTwoOverSqrtPi) / (f * (2 * n + 1)));
-        }
-        std::string series = mul(a, horner(mul(a, a), c));
-        std::string r = select(setp("lt", a, k(4.0)), series, k(1.0));
-        r = select(setp("nan", x, x), x, r);
-        return copysign(r, x);
-      }
-      case IrOp::Cbrt:  // exp(log|x| / 3): log's error times 1/3 stays far under a float ulp
-        return copysign(exp(div(log(fabs(x)), k(3.0))), x);
-      default:
-        return x;
-    }
-  }
-
-  std::string binary(IrOp op, const std::string& a, const std::string& b) {
-    if (op == IrOp::Atan2) {  // a = y, b = x
-      std::string ay = fabs(a), ax = fabs(b);
-      std::string both_inf = setp("eq", ay, k(INFINITY));
-      w_.op("and.pred {}, {}, {}", both_inf, both_inf, setp("eq", ax, k(INFINITY)));
-      ay = select(both_inf, k(1.0), ay);
-      ax = select(both_inf, k(1.0), ax);
-      std::string r = atan(div(ay, ax));
-      r = select(setp("eq", ay, k(0.0)), k(0.0), r);  // 0 / 0
-      r = select(sign_set(b), sub(k(kPi), r), r);
-      r = copysign(r, a);
-      return select(setp("nan", a, b), add(a, b), r);
-    }
-    // pow(x = a, y = b): exp(y log|x|), then C's special cases.
-    return pow_special_cases(a, b, exp(mul(b, log(fabs(a)))));
-  }
-
   // C's special cases of pow(a, b) around r = |a|^b (a result for every finite positive |a|).
   std::string pow_special_cases(const std::string& a, const std::string& b, std::string r) {
     std::string ax = fabs(a);
@@ -318,8 +179,6 @@ class Wide {
     w_.op("or.pred {}, {}, {}", one, one, m1);
     return select(one, k(1.0), r);
   }
-
-  // ---- Float64 ------------------------------------------------------------------------
 
   // x * 2^n for an integer-valued double n in [-1100, 1100], in two power-of-two factors so
   // that a subnormal result rounds once.
@@ -746,21 +605,20 @@ std::string ptx_erfc_table() {
 std::string emit_math2(PtxWriter& w, IrOp op, ScalarType t, const std::string& x,
                        const std::string& y) {
   Wide m(w);
-  if (t == ScalarType::Float64) {
+  auto run = [&](const std::string& a, const std::string& b) {
     if (op == IrOp::Pow)
-      return m.pow64(x, y);
-    return op == IrOp::Atan2 ? m.atan2_64(x, y) : m.unary64(op, x);
-  }
-  std::string xd = m.d(), yd = m.d(), r = w.reg(RegClass::F32);
+      return m.pow64(a, b);
+    return op == IrOp::Atan2 ? m.atan2_64(a, b) : m.unary64(op, a);
+  };
+  if (t == ScalarType::Float64)
+    return run(x, y);
+  std::string xd = m.d(), yd, r = w.reg(RegClass::F32);
   w.op("cvt.f64.f32 {}, {}", xd, x);
-  std::string out;
   if (op == IrOp::Atan2 || op == IrOp::Pow) {
+    yd = m.d();
     w.op("cvt.f64.f32 {}, {}", yd, y);
-    out = m.binary(op, xd, yd);
-  } else {
-    out = m.unary(op, xd);
   }
-  w.op("cvt.rn.f32.f64 {}, {}", r, out);
+  w.op("cvt.rn.f32.f64 {}, {}", r, run(xd, yd));
   return r;
 }
 
