@@ -96,27 +96,32 @@ bool remove_dead_work(LaunchBody& body, const std::function<bool(uint32_t param)
   size_t n = ir.instrs.size();
   std::vector<uint8_t> live(n, 0);
 
-  // Side effects that stay: a store the caller keeps and no later store overwrites first.
+  // One backward walk (operands precede their users). Side effects that stay: a store the
+  // caller keeps and no later store overwrites first, every scatter, and an increment whose
+  // buffer the caller keeps or whose value something live uses. Then what they need.
   std::vector<uint8_t> overwritten(ir.params.size(), 0);
+  bool any_effect = false;
   for (size_t k = n; k-- > 0;) {
     const IrInstr& in = ir.instrs[k];
     LaneAccess la = lane_access(in);
-    if (la.writes())
-      live[k] = !overwritten[la.param] && keep_store(la.param);
-    else if (op_facts(in.op).side_effect)
-      live[k] = 1;
+    bool effect = false;
+    if (la.writes()) {
+      effect = !overwritten[la.param] && keep_store(la.param);
+    } else if (op_facts(in.op).side_effect) {
+      effect = true;
+      for_each_param(in, [&](const IrParamUse& u) {
+        if (u.access == ParamAccess::IndexedIncrement)
+          effect = keep_store(u.param);
+      });
+    }
+    any_effect = any_effect || effect;
+    live[k] = live[k] || effect;
     for_each_param(in, [&](const IrParamUse& u) {
       if (is_buffer_access(u.access))  // a store hides what is before it; the rest see it
         overwritten[u.param] = u.access == ParamAccess::LaneWrite;
     });
-  }
-  bool any_effect = std::find(live.begin(), live.end(), 1) != live.end();
-
-  // What they need, transitively (operands precede their users).
-  for (size_t k = n; k-- > 0;) {
-    if (!live[k])
-      continue;
-    for_each_value(ir.instrs[k], [&](uint32_t v) { live[v] = 1; });
+    if (live[k])
+      for_each_value(in, [&](uint32_t v) { live[v] = 1; });
   }
 
   // Renumber instructions and parameters; recompute parameter kinds.

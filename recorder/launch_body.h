@@ -40,6 +40,7 @@ void append_launch(LaunchBody& body, const KernelIR& ir, std::span<const LaunchA
 
 /// Removes a kernel's dead work: stores for which `keep_store(param)` is false, stores that a
 /// later store to the same parameter overwrites with nothing reading the parameter between,
+/// increments (ScatterInc) whose buffer `keep_store` drops and whose value nothing left uses,
 /// instructions no remaining side effect needs, and parameters nothing uses (with their
 /// arguments); parameter kinds are recomputed from the remaining accesses. Returns whether
 /// any side effect is left.

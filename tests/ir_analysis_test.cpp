@@ -23,7 +23,7 @@ using C = CostClass;
 
 /// Operand fields a..e: '.' unused, 'v' a value, or a parameter: 's' scalar value, 'n' bound,
 /// 'R' lane read, 'W' lane write, 'B' broadcast read, 'G' indexed read, 'S' indexed write,
-/// 'A' indexed accumulation.
+/// 'A' indexed accumulation, 'I' indexed increment.
 struct Expect {
   IrOp op;
   const char* fields;
@@ -97,6 +97,12 @@ const Expect kExpect[] = {
     {IrOp::Atan2, "vv...", N, N, N, C::Transcendental},
     {IrOp::Pow, "vv...", N, N, N, C::Transcendental},
     {IrOp::Copysign, "vv...", N, N, N, C::Cheap},
+    {IrOp::ScatterMul, "Avvvn", Y, Y, Y, C::ScatterAdd},
+    {IrOp::ScatterMin, "Avvvn", Y, Y, Y, C::ScatterAdd},
+    {IrOp::ScatterMax, "Avvvn", Y, Y, Y, C::ScatterAdd},
+    {IrOp::ScatterAnd, "Avvvn", Y, Y, Y, C::ScatterAdd},
+    {IrOp::ScatterOr, "Avvvn", Y, Y, Y, C::ScatterAdd},
+    {IrOp::ScatterInc, "Ivv.n", Y, Y, Y, C::ScatterAdd},
 };
 static_assert(std::size(kExpect) == size_t{kNumIrOps}, "one expectation per opcode");
 
@@ -120,6 +126,8 @@ ParamAccess access_of(char c) {
       return A::IndexedRead;
     case 'S':
       return A::IndexedWrite;
+    case 'I':
+      return A::IndexedIncrement;
     default:
       REQUIRE(c == 'A');
       return A::IndexedAccumulate;
@@ -139,7 +147,11 @@ constexpr uint32_t kIndexV = 0, kTV = 1, kMaskV = 2, kTested = 3;
 bool integer_only(IrOp op) {
   return op == IrOp::Not || op == IrOp::Mod || op == IrOp::And || op == IrOp::Or ||
          op == IrOp::Xor || op == IrOp::Shl || op == IrOp::Shr || op == IrOp::Popcnt ||
-         op == IrOp::Clz || op == IrOp::Ctz;
+         op == IrOp::Clz || op == IrOp::Ctz || op == IrOp::ScatterAnd || op == IrOp::ScatterOr;
+}
+
+bool indexed(IrOp op) {
+  return op == IrOp::Gather || op == IrOp::Scatter || op_facts(op).accumulates;
 }
 
 bool comparison(IrOp op) {
@@ -150,7 +162,9 @@ bool comparison(IrOp op) {
 /// expectation table; fields it does not declare hold `filler` (imm too, unless it is a
 /// literal or carries a range report).
 KernelIR kernel_for(const Expect& e, uint32_t filler, bool report) {
-  const ScalarType t = integer_only(e.op) ? ScalarType::Int32 : ScalarType::Float32;
+  const ScalarType t = e.op == IrOp::ScatterInc ? ScalarType::UInt32
+                       : integer_only(e.op)      ? ScalarType::Int32
+                                                 : ScalarType::Float32;
   KernelIR ir;
   ir.params = {{ParamKind::BufferIn, t},    {ParamKind::BufferOut, t},
                {ParamKind::BufferInOut, t}, {ParamKind::Scalar, ScalarType::UInt64},
@@ -168,10 +182,9 @@ KernelIR kernel_for(const Expect& e, uint32_t filler, bool report) {
       x = filler;
     } else if (c == 'v') {
       x = kTV;
-      bool indexed = e.op == IrOp::Gather || e.op == IrOp::Scatter || e.op == IrOp::ScatterAdd;
-      if ((indexed && f == 1) || e.op == IrOp::Cast || e.op == IrOp::Bitcast)
+      if ((indexed(e.op) && f == 1) || e.op == IrOp::Cast || e.op == IrOp::Bitcast)
         x = kIndexV;
-      if ((indexed && f == 2) || (e.op == IrOp::Select && f == 0))
+      if ((indexed(e.op) && f == 2) || (e.op == IrOp::Select && f == 0))
         x = kMaskV;
     } else {
       switch (access_of(c)) {
@@ -186,6 +199,7 @@ KernelIR kernel_for(const Expect& e, uint32_t filler, bool report) {
           break;
         case A::IndexedWrite:
         case A::IndexedAccumulate:
+        case A::IndexedIncrement:
           x = kInOut;
           break;
         default:
@@ -249,6 +263,7 @@ TEST_CASE("the IR analysis states every opcode's operands, accesses and facts", 
     CHECK(operand_roles(e.op).values == values);
     CHECK(operand_roles(e.op).params == params);
     CHECK(f.side_effect == e.side_effect);
+    CHECK(f.defines_value == (!e.side_effect || e.op == IrOp::ScatterInc));
     CHECK(f.reports_range == e.reports_range);
     CHECK(f.accumulates == e.accumulates);
     CHECK(f.cost == e.cost);
@@ -328,7 +343,8 @@ TEST_CASE("the IR analysis agrees with the validator on every opcode", "[ir]") {
       CHECK(la.writes() == (e.fields[0] == 'W'));
       if (la.writes())
         CHECK(la.value == kTV);
-      CHECK(order_dependent(in) == (e.accumulates && is_float(in.type)));
+      CHECK(order_dependent(in) == (e.accumulates && is_float(in.type) &&
+                                    e.op != IrOp::ScatterMin && e.op != IrOp::ScatterMax));
 
       // Consumers ignore the garbage: the parameter summary and uses, the work estimate,
       // the generated PTX, dead-work removal.

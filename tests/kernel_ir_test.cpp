@@ -176,7 +176,7 @@ TEST_CASE("kernel IR validation refuses bad parameters and headers of instructio
        [](KernelIR& ir) { ir.params[2].type = static_cast<ScalarType>(7); },
        "kernel IR parameter 2: invalid type"},
       {"an invalid opcode", [](KernelIR& ir) { ir.emit(static_cast<IrOp>(kNumIrOps), kF); },
-       "instruction 0 (invalid-op): invalid opcode 63"},
+       "instruction 0 (invalid-op): invalid opcode 69"},
       {"an invalid result type",
        [](KernelIR& ir) { ir.emit(IrOp::Literal, static_cast<ScalarType>(7)); },
        "instruction 0 (literal): invalid type"},
@@ -195,7 +195,7 @@ TEST_CASE("kernel IR validation refuses unknown and misplaced flags", "[ir][vali
       {"a range report on a load",
        // Regression: the replay plan indexed its extents by `imm` for any flagged instruction.
        [](KernelIR& ir) { ir.emit(IrOp::Load, kF, {0}, 1000, kIrFlagReportRange); },
-       "instruction 0 (load): only gather, scatter and scatter_add report ranges"},
+       "instruction 0 (load): only gathers and scatters report ranges"},
       {"a report parameter out of range", [&](KernelIR& ir) { gather(ir, 7, kIrFlagReportRange); },
        "instruction 2 (gather): report parameter 7 out of range"},
       {"a report parameter that is not an inout uint64 buffer",
@@ -272,7 +272,7 @@ TEST_CASE("kernel IR validation refuses leaves and memory operations of the wron
          uint32_t all = ir.emit(IrOp::Literal, kB, {}, 1);
          ir.emit(IrOp::ScatterAdd, kB, {7, idx, all, all, 3});
        },
-       "scatter_add needs a numeric type"},
+       "instruction 2 (scatter_add): needs a numeric type"},
   });
 }
 

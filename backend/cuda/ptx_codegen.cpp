@@ -411,6 +411,14 @@ std::string KernelEmitter::emit_instr(const IrInstr& in, const std::string& i, u
     case IrOp::ScatterAdd:
       emit_scatter(in, u);
       return {};
+    case IrOp::ScatterMul:
+    case IrOp::ScatterMin:
+    case IrOp::ScatterMax:
+    case IrOp::ScatterAnd:
+    case IrOp::ScatterOr:
+    case IrOp::ScatterInc:
+      throw BackendError("cuda backend: kernel " + ir_.hash.to_hex() + " uses " +
+                         to_string(in.op) + ", which the PTX generator does not emit yet");
     case IrOp::Neg:
     case IrOp::Not:
     case IrOp::Abs:

@@ -41,19 +41,37 @@ constexpr OpFacts store() {
   f.roles = {fb, fa};  // a: buffer, b: value
   f.access[0] = A::LaneWrite;
   f.side_effect = true;
+  f.defines_value = false;
   f.cost = C::Memory;
   return f;
 }
 
-constexpr OpFacts scatter(bool add) {
+constexpr OpFacts scatter() {
   OpFacts f;
   f.roles = {fb | fc | fd, fa | fe};  // a: buffer, b: index, c: mask, d: value, e: bound
-  f.access[0] = add ? A::IndexedAccumulate : A::IndexedWrite;
+  f.access[0] = A::IndexedWrite;
   f.access[4] = A::Bound;
   f.side_effect = true;
+  f.defines_value = false;
   f.reports_range = true;
-  f.accumulates = add;
-  f.cost = add ? C::ScatterAdd : C::Scatter;
+  f.cost = C::Scatter;
+  return f;
+}
+
+constexpr OpFacts scatter_reduce(ReduceOp op) {
+  OpFacts f = scatter();
+  f.access[0] = A::IndexedAccumulate;
+  f.accumulates = true;
+  f.reduce = op;
+  f.cost = C::ScatterAdd;
+  return f;
+}
+
+constexpr OpFacts scatter_inc() {
+  OpFacts f = scatter_reduce(ReduceOp::Add);
+  f.roles = {fb | fc, fa | fe};  // a: buffer, b: index, c: mask, e: bound
+  f.access[0] = A::IndexedIncrement;
+  f.defines_value = true;
   return f;
 }
 
@@ -70,8 +88,14 @@ constexpr std::array<OpFacts, kNumIrOps> make_table() {
   set(IrOp::LoadBroadcast, leaf(A::BroadcastRead, C::Uniform));
   set(IrOp::Gather, gather());
   set(IrOp::Store, store());
-  set(IrOp::Scatter, scatter(false));
-  set(IrOp::ScatterAdd, scatter(true));
+  set(IrOp::Scatter, scatter());
+  set(IrOp::ScatterAdd, scatter_reduce(ReduceOp::Add));
+  set(IrOp::ScatterMul, scatter_reduce(ReduceOp::Mul));
+  set(IrOp::ScatterMin, scatter_reduce(ReduceOp::Min));
+  set(IrOp::ScatterMax, scatter_reduce(ReduceOp::Max));
+  set(IrOp::ScatterAnd, scatter_reduce(ReduceOp::And));
+  set(IrOp::ScatterOr, scatter_reduce(ReduceOp::Or));
+  set(IrOp::ScatterInc, scatter_inc());
   for (IrOp op : {IrOp::Neg, IrOp::Not, IrOp::Abs, IrOp::Floor, IrOp::Ceil, IrOp::Cast,
                   IrOp::Bitcast, IrOp::Round, IrOp::Trunc, IrOp::Popcnt, IrOp::Clz, IrOp::Ctz})
     set(op, pure(fa));
@@ -114,6 +138,8 @@ const char* to_string(ParamAccess a) {
       return "indexed-accumulate";
     case A::RangeReport:
       return "range-report";
+    case A::IndexedIncrement:
+      return "indexed-increment";
   }
   return "invalid-access";
 }

@@ -23,22 +23,24 @@
 #include <vector>
 
 #include "backend/ir/kernel_ir.h"
+#include "freezeframe/reduce_op.h"
 
 namespace ff {
 
 /// How an instruction uses a parameter it names.
 enum class ParamAccess : uint8_t {
   ScalarValue = 0,        // Scalar: the parameter's value, of the instruction's type
-  Bound = 1,              // Gather/Scatter/ScatterAdd: a uint64 scalar, the buffer's length
+  Bound = 1,              // Gather and the scatters: a uint64 scalar, the buffer's length
   LaneRead = 2,           // Load: buf[i]
   LaneWrite = 3,          // Store: buf[i] = value
   BroadcastRead = 4,      // LoadBroadcast: buf[0]
   IndexedRead = 5,        // Gather: buf[index]
   IndexedWrite = 6,       // Scatter: buf[index] = value (other elements keep their contents)
-  IndexedAccumulate = 7,  // ScatterAdd: atomic buf[index] += value
+  IndexedAccumulate = 7,  // ScatterAdd ... ScatterOr: atomic buf[index] = buf[index] op value
   RangeReport = 8,        // kIrFlagReportRange: the report buffer named in imm (two words)
+  IndexedIncrement = 9,   // ScatterInc: atomic buf[index] += 1, whose old value the lane gets
 };
-inline constexpr int kNumParamAccesses = 9;
+inline constexpr int kNumParamAccesses = 10;
 const char* to_string(ParamAccess a);
 
 /// A buffer's elements are accessed (every access except ScalarValue and Bound).
@@ -55,7 +57,8 @@ constexpr bool access_reads(ParamAccess a) {
 /// The buffer must be writable: BufferOut or BufferInOut.
 constexpr bool access_writes(ParamAccess a) {
   return a == ParamAccess::LaneWrite || a == ParamAccess::IndexedWrite ||
-         a == ParamAccess::IndexedAccumulate || a == ParamAccess::RangeReport;
+         a == ParamAccess::IndexedAccumulate || a == ParamAccess::IndexedIncrement ||
+         a == ParamAccess::RangeReport;
 }
 
 /// Lane i touches only element i (Load, Store): fusing at equal lanes preserves it.
@@ -63,11 +66,11 @@ constexpr bool is_lane_access(ParamAccess a) {
   return a == ParamAccess::LaneRead || a == ParamAccess::LaneWrite;
 }
 
-/// An element chosen by an index value (Gather, Scatter, ScatterAdd), bounded by a Bound
+/// An element chosen by an index value (Gather and the scatters), bounded by a Bound
 /// parameter of the same instruction.
 constexpr bool is_indexed_access(ParamAccess a) {
   return a == ParamAccess::IndexedRead || a == ParamAccess::IndexedWrite ||
-         a == ParamAccess::IndexedAccumulate;
+         a == ParamAccess::IndexedAccumulate || a == ParamAccess::IndexedIncrement;
 }
 
 /// What an instruction costs per element, for work estimates (backend/llvm/launch_plan.cpp
@@ -78,7 +81,7 @@ enum class CostClass : uint8_t {
   Memory,          // Load, Store
   Gather,          // an indexed read
   Scatter,         // an indexed write
-  ScatterAdd,      // an indexed atomic accumulation
+  ScatterAdd,      // an indexed atomic accumulation (every ReduceOp) or increment
   Sqrt,            // square root
   Divide,          // Div, Mod (float and integer cost differ)
   Transcendental,  // Exp, Log, Sin, Cos, Tan, ..., Atan2, Pow: a libm-class routine
@@ -88,10 +91,14 @@ enum class CostClass : uint8_t {
 struct OpFacts {
   OperandRoles roles;          // fields naming values (bit 0 = a ... bit 4 = e), and parameters
   ParamAccess access[5]{};     // for each field in roles.params: how it uses the parameter
-  bool side_effect = false;    // defines no usable value (Store, Scatter, ScatterAdd)
+  bool side_effect = false;    // writes memory: never removed for want of users (Store and
+                               // every scatter; ScatterInc while its buffer or value is used)
+  bool defines_value = true;   // other instructions may use its value (false for the side
+                               // effects except ScatterInc, whose value is the old element)
   bool reports_range = false;  // may carry kIrFlagReportRange: imm names a RangeReport param
-  bool accumulates = false;    // an atomic read-modify-write: the order of lanes decides a
-                               // float result (ScatterAdd)
+  bool accumulates = false;    // an atomic read-modify-write (ScatterAdd ... ScatterInc)
+  ReduceOp reduce = ReduceOp::Add;  // accumulates: how the value combines with the element
+                                    // (ScatterInc: Add, of 1)
   CostClass cost = CostClass::Cheap;
 };
 
@@ -187,9 +194,12 @@ struct LaneAccess {
 
 LaneAccess lane_access(const IrInstr& in);
 
-/// An accumulation whose result depends on the order of lanes (a float ScatterAdd).
+/// An accumulation whose float result depends on the order of lanes (a float ScatterAdd or
+/// ScatterMul; float Min and Max are exact in any order).
 inline bool order_dependent(const IrInstr& in) {
-  return op_facts(in.op).accumulates && is_float(in.type);
+  const OpFacts& f = op_facts(in.op);
+  return f.accumulates && is_float(in.type) &&
+         (f.reduce == ReduceOp::Add || f.reduce == ReduceOp::Mul);
 }
 
 /// The one walk over a kernel's instructions for an analysis: calls `f(uint32_t k, const
@@ -224,7 +234,7 @@ std::vector<ParamSummary> param_summary(const KernelIR& ir);
 /// Whether some instruction of `ir` is order_dependent().
 bool order_dependent(const KernelIR& ir);
 
-/// Whether some instruction of `ir` accesses a buffer by index (Gather, Scatter, ScatterAdd).
+/// Whether some instruction of `ir` accesses a buffer by index (Gather or a scatter).
 bool has_indexed_access(const KernelIR& ir);
 
 }  // namespace ff

@@ -45,7 +45,8 @@ const char* to_string(IrOp op) {
       "sinh",    "cosh",    "tanh",    "asinh",       "acosh",
       "atanh",   "exp2",    "log2",    "erf",         "cbrt",
       "round",   "trunc",   "popcnt",  "clz",         "ctz",
-      "atan2",   "pow",     "copysign"};
+      "atan2",   "pow",     "copysign", "scatter_mul", "scatter_min",
+      "scatter_max", "scatter_and", "scatter_or", "scatter_inc"};
   auto i = static_cast<unsigned>(op);
   return i < kNumIrOps ? names[i] : "invalid-op";
 }
@@ -294,7 +295,7 @@ class IrValidator {
     if (!(in.flags & kIrFlagReportRange))
       return;
     if (!op_facts(in.op).reports_range)
-      fail("only gather, scatter and scatter_add report ranges");
+      fail("only gathers and scatters report ranges");
     if (in.imm >= ir_.params.size())
       fail("report parameter " + std::to_string(in.imm) + " out of range");
     const IrParam& pr = ir_.params[in.imm];
@@ -332,7 +333,7 @@ class IrValidator {
     if (v >= k_)
       fail(std::string(role) + " names value " + std::to_string(v) +
            ", which is not an earlier instruction");
-    if (op_facts(ir_.instrs[v].op).side_effect)
+    if (!op_facts(ir_.instrs[v].op).defines_value)
       fail(std::string(role) + " names value " + std::to_string(v) + ", a side effect");
     return ir_.instrs[v].type;
   }
@@ -411,10 +412,22 @@ class IrValidator {
         return true;
       case IrOp::Scatter:
       case IrOp::ScatterAdd:
-        if (in.op == IrOp::ScatterAdd && !numeric())
-          fail("scatter_add needs a numeric type");
+      case IrOp::ScatterMul:
+      case IrOp::ScatterMin:
+      case IrOp::ScatterMax:
+      case IrOp::ScatterAnd:
+      case IrOp::ScatterOr:
+        if (in.op != IrOp::Scatter && !numeric())
+          fail("needs a numeric type");
+        if ((in.op == IrOp::ScatterAnd || in.op == IrOp::ScatterOr) && !is_integer(type()))
+          fail("needs an integer type");
         index_and_mask(in.b, in.c);
         same(in.d, "value");
+        return true;
+      case IrOp::ScatterInc:
+        if (type() != ScalarType::UInt32)
+          fail("needs type uint32");
+        index_and_mask(in.b, in.c);
         return true;
       default:
         return false;

@@ -28,7 +28,8 @@ enum class IrOp : uint8_t {
   LoadBroadcast = 4,  // a: buffer parameter; value = buf[0] (size-1 operand)
   Gather = 5,         // a: buffer param, b: index value, c: mask value (Bool), d: Scalar param
                       // holding the buffer's element count. Reads 0 where masked or out of range.
-  // Side effects (type = the stored element type; they define no usable value).
+  // Side effects (type = the stored element type; they define no usable value, except
+  // ScatterInc's).
   Store = 6,       // a: buffer param, b: value. buf[i] = value
   Scatter = 7,     // a: buffer param, b: index, c: mask, d: value, e: Scalar param (bound).
                    // Writes are dropped where masked or out of range.
@@ -93,13 +94,23 @@ enum class IrOp : uint8_t {
   Atan2 = 60,     // atan2(a = y, b = x)
   Pow = 61,       // pow(a = base, b = exponent)
   Copysign = 62,  // |a| with the sign bit of b
+  // Scatter-reductions (operands as ScatterAdd's): buf[index] = buf[index] op value, atomically.
+  ScatterMul = 63,
+  ScatterMin = 64,  // floats: NaN values are ignored, -0 is below +0 (docs/kernel-ir.md)
+  ScatterMax = 65,
+  ScatterAnd = 66,  // integers
+  ScatterOr = 67,   // integers
+  // A side effect that defines a value. a: UInt32 buffer param, b: index, c: mask, e: bound.
+  // Atomically buf[index] += 1; the value is the element before the increment (0 where masked
+  // or out of range, which increment nothing).
+  ScatterInc = 68,
 };
-inline constexpr int kNumIrOps = 63;
+inline constexpr int kNumIrOps = 69;
 const char* to_string(IrOp op);
 
 /// Which operand fields of an instruction with opcode `op` it uses (bit 0 = a, ... bit 4 = e):
-/// `values` name earlier instructions, `params` name parameters. A Gather/Scatter/ScatterAdd
-/// with kIrFlagReportRange also names a parameter in `imm`. Fields an opcode does not use are
+/// `values` name earlier instructions, `params` name parameters. A Gather or scatter of any
+/// kind with kIrFlagReportRange also names a parameter in `imm`. Fields an opcode does not use are
 /// not validated and may hold anything, so code that walks operands reads only these.
 struct OperandRoles {
   uint8_t values = 0;
@@ -116,7 +127,7 @@ inline constexpr uint16_t kKernelIrVersion = 1;
 
 /// Optional behaviour bits of an instruction.
 enum IrFlags : uint16_t {
-  /// Gather/Scatter/ScatterAdd: report the first out-of-range index through the debug report
+  /// Gather and every scatter kind: report the first out-of-range index through the debug report
   /// buffer parameter named in `imm` (FF_DEBUG=1): that UInt64 buffer's word 1 receives an
   /// offending index (widened to 64 bits), word 0 becomes 1 (it stays 0 when none).
   kIrFlagReportRange = 1,
@@ -137,7 +148,7 @@ static_assert(sizeof(IrInstr) == 32);
 enum class ParamKind : uint8_t {
   BufferIn = 0,     // read only
   BufferOut = 1,    // written only (Store)
-  BufferInOut = 2,  // read and written (Scatter, ScatterAdd, debug report)
+  BufferInOut = 2,  // read and written (scatters of every kind, debug report)
   Scalar = 3,       // a 64-bit value (bit pattern of `type`)
 };
 const char* to_string(ParamKind k);

@@ -98,6 +98,7 @@ class KernelEmitter {
   Value* emit_stencil_load(const IrInstr& in, Value* tail);
   Value* emit_uniform_div(const IrInstr& in);
   void emit_scatter(const IrInstr& in, Value* tail);
+  Value* emit_scatter_inc(const IrInstr& in, Value* tail);
   void emit_scatter_add_lanes(const IrInstr& in, Value* ptrs_base, Value* idx, Value* val,
                               Value* mask);
   void emit_lane_add(ScalarType t, Value* p, Value* v, bool atomic);
@@ -518,8 +519,15 @@ Value* KernelEmitter::emit_instr(const IrInstr& in, Value* i, Value* tail) {
       return emit_gather(in, tail);
     case IrOp::Scatter:
     case IrOp::ScatterAdd:
+    case IrOp::ScatterMul:
+    case IrOp::ScatterMin:
+    case IrOp::ScatterMax:
+    case IrOp::ScatterAnd:
+    case IrOp::ScatterOr:
       emit_scatter(in, tail);
       return nullptr;
+    case IrOp::ScatterInc:
+      return emit_scatter_inc(in, tail);
     case IrOp::Neg:
     case IrOp::Not:
     case IrOp::Abs:
@@ -692,7 +700,7 @@ void KernelEmitter::emit_scatter(const IrInstr& in, Value* tail) {
     emit_range_report(in, idx, in_range, want);
   Value* ok = b_.CreateAnd(want, in_range);
   Value* val = to_mem(t, vals_[in.d]);
-  if (in.op == IrOp::ScatterAdd) {
+  if (in.op != IrOp::Scatter) {
     emit_scatter_add_lanes(in, ptr_[in.a], idx, val, ok);
     return;
   }
@@ -781,6 +789,10 @@ void KernelEmitter::emit_scatter_add_lanes(const IrInstr& in, Value* base, Value
     b_.CreateCondBr(b_.CreateICmpNE(next, b_.getInt32(0)), loop, cont);
   }
   b_.SetInsertPoint(cont);
+}
+
+Value* KernelEmitter::emit_scatter_inc(const IrInstr&, Value*) {
+  throw BackendError("llvm backend: scatter_inc is not emitted yet");
 }
 
 // Stores vector `v` to a stack slot (allocated in the entry block) and returns the slot.
