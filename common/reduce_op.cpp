@@ -22,4 +22,8 @@ const char* to_string(ReduceOp op) {
   return "invalid-reduce-op";
 }
 
+namespace detail {
+void reduce_op_and_or_need_integer_elements() {}  // only named in compile-time checks
+}  // namespace detail
+
 }  // namespace ff

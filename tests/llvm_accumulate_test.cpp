@@ -8,12 +8,16 @@
 
 #include <bit>
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <random>
 #include <set>
 #include <thread>
 #include <type_traits>
 #include <vector>
 
+#include "backend/ir/ir_analysis.h"
 #include "backend/ir/kernel_ir.h"
 #include "backend/llvm/accumulate_launch.h"
 #include "backend/llvm/launch_plan.h"
@@ -21,6 +25,7 @@
 #include "backend/llvm/llvm_codegen.h"
 #include "backend/llvm/llvm_jit.h"
 #include "support/host_values.h"
+#include "support/scatter_reference.h"
 
 namespace {
 
@@ -42,7 +47,9 @@ uint32_t param(KernelIR& ir, ParamKind kind, ScalarType t) {
 // Params: 0 target, 1 idx (UInt32), 2 mask (Bool), 3 val, 4 the target's length; with
 // `second`, also 5 a second target and 6 its length, which receives val * 2 at idx + 1.
 // With `gather_target`, lane i also reads target[idx] (so the target is not privatisable).
-KernelIR accumulate_kernel(ScalarType t, bool second = false, bool gather_target = false) {
+// `op`: the accumulation (ScatterAdd ... ScatterOr) of both targets.
+KernelIR accumulate_kernel(ScalarType t, bool second = false, bool gather_target = false,
+                           IrOp op = IrOp::ScatterAdd) {
   KernelIR ir;
   uint32_t pt = param(ir, ParamKind::BufferInOut, t);
   uint32_t pi = param(ir, ParamKind::BufferIn, ScalarType::UInt32);
@@ -56,14 +63,14 @@ KernelIR accumulate_kernel(ScalarType t, bool second = false, bool gather_target
     uint32_t g = emit(ir, IrOp::Gather, t, pt, idx, mask, pn);
     val = emit(ir, IrOp::Add, t, val, emit(ir, IrOp::Sub, t, g, g));
   }
-  emit(ir, IrOp::ScatterAdd, t, pt, idx, mask, val, pn);
+  emit(ir, op, t, pt, idx, mask, val, pn);
   if (second) {
     uint32_t pt2 = param(ir, ParamKind::BufferInOut, t);
     uint32_t pn2 = param(ir, ParamKind::Scalar, ScalarType::UInt64);
     uint32_t one = ir.emit(IrOp::Literal, ScalarType::UInt32,
                            {kNoOperand, kNoOperand, kNoOperand, kNoOperand, kNoOperand}, 1, 0);
     uint32_t idx2 = emit(ir, IrOp::Add, ScalarType::UInt32, idx, one);
-    emit(ir, IrOp::ScatterAdd, t, pt2, idx2, mask, emit(ir, IrOp::Add, t, val, val), pn2);
+    emit(ir, op, t, pt2, idx2, mask, emit(ir, IrOp::Add, t, val, val), pn2);
   }
   ir.finalize();
   return ir;
@@ -119,42 +126,50 @@ AccumulateStrategy run(Backend& be, const KernelHandle& h, const AccumulateInfo&
 // `atomic_work`: the backend's LlvmTuning::atomic_accumulate_work (0: split launches that
 // cannot keep private copies take atomics).
 template <class T>
-void check_type(unsigned threads, uint64_t atomic_work, std::set<AccumulateStrategy>& seen) {
+void check_type(unsigned threads, uint64_t atomic_work, std::set<AccumulateStrategy>& seen,
+                IrOp op = IrOp::ScatterAdd) {
   LlvmTuning tuning;
   tuning.atomic_accumulate_work = atomic_work;
   auto be = create_llvm_backend(BackendOptions{threads}, tuning);
   for (bool second : {false, true}) {
-    KernelIR ir = accumulate_kernel(type_of<T>(), second);
+    KernelIR ir = accumulate_kernel(type_of<T>(), second, false, op);
     AccumulateInfo info = accumulate_info(ir);
     REQUIRE(info.targets.size() == (second ? 2u : 1u));
     REQUIRE(info.privatizable);
     KernelHandle h = be->compile(ir);
     for (size_t n : {0, 1, 2, 7, 61, 4099, 20011, 100003})
       for (size_t bins : {1, 3, 1000, 20011, 100003}) {
-        INFO(to_string(type_of<T>()) << ", " << threads << " threads, " << n << " lanes into "
-                                     << bins << " bins" << (second ? ", two targets" : ""));
+        INFO(to_string(op) << "." << to_string(type_of<T>()) << ", " << threads << " threads, " << n
+                           << " lanes into " << bins << " bins" << (second ? ", two targets" : ""));
         Lanes l = make_lanes(n, bins, uint32_t(n * 31 + bins));
         std::vector<T> vals(n);
         for (size_t i = 0; i < n; ++i)
-          vals[i] = T(i % 7);  // small integers: float sums stay exact in any order
-        // Targets that already hold values: the launch adds to them.
+          vals[i] = ff_test::lane_value<T>(op_facts(op).reduce, i);
+        // Targets that already hold values (float Min/Max: NaN too): the launch combines
+        // into them.
         std::vector<T> target(bins), target2(bins + 1);
         for (size_t b = 0; b < bins; ++b)
-          target[b] = T(b % 3);
+          target[b] = b % 5 == 4 && std::is_floating_point_v<T>
+                          ? ff_test::lane_value<T>(op_facts(op).reduce, 0)
+                          : T(b % 3 + 1);
+        for (size_t b = 0; b <= bins; ++b)  // not 0: a float product must not meet 0 * inf
+          target2[b] = T(b % 2 + 1);
         std::vector<T> want = target, want2 = target2;
         for (size_t i = 0; i < n; ++i) {
           if (!l.mask[i])
             continue;
           if (l.idx[i] < bins)
-            want[l.idx[i]] = T(want[l.idx[i]] + vals[i]);
+            want[l.idx[i]] =
+                ff_test::reference_combine(op_facts(op).reduce, want[l.idx[i]], vals[i]);
           if (l.idx[i] + 1 < bins + 1)
-            want2[l.idx[i] + 1] = T(want2[l.idx[i] + 1] + T(vals[i] + vals[i]));
+            want2[l.idx[i] + 1] = ff_test::reference_combine(
+                op_facts(op).reduce, want2[l.idx[i] + 1], T(vals[i] + vals[i]));
         }
         seen.insert(
             run(*be, h, info, l, vals, target, second ? &target2 : nullptr, threads, atomic_work));
-        REQUIRE(target == want);
+        REQUIRE(ff_test::same_bits(target, want));
         if (second)
-          REQUIRE(target2 == want2);
+          REQUIRE(ff_test::same_bits(target2, want2));
       }
   }
 }
@@ -281,6 +296,48 @@ TEST_CASE("accumulating launches give the reference sums by every strategy", "[l
         CHECK(seen.count(AccumulateStrategy::Atomic) == (atomic_work == 0));
       }
     }
+}
+
+TEST_CASE("scatter-reductions of every kind give the reference results by every strategy",
+          "[llvm]") {
+  // Exactly, floats included: the values make every order of lanes give one result, and float
+  // Min/Max meet NaNs and zeros of both signs in the values and the targets.
+  for (unsigned threads : {1u, 2u, 3u})
+    for (uint64_t atomic_work : {LlvmTuning{}.atomic_accumulate_work, uint64_t{0}}) {
+      std::set<AccumulateStrategy> seen;
+      for (IrOp op : {IrOp::ScatterMul, IrOp::ScatterMin, IrOp::ScatterMax}) {
+        check_type<int32_t>(threads, atomic_work, seen, op);
+        check_type<uint64_t>(threads, atomic_work, seen, op);
+        check_type<float>(threads, atomic_work, seen, op);
+        check_type<double>(threads, atomic_work, seen, op);
+      }
+      for (IrOp op : {IrOp::ScatterAnd, IrOp::ScatterOr}) {
+        check_type<uint32_t>(threads, atomic_work, seen, op);
+        check_type<int64_t>(threads, atomic_work, seen, op);
+      }
+      INFO(threads << " threads, atomic work " << atomic_work);
+      CHECK(seen.count(AccumulateStrategy::Alone));
+      if (threads > 1) {
+        CHECK(seen.count(AccumulateStrategy::Private));
+        CHECK(seen.count(AccumulateStrategy::Atomic) == (atomic_work == 0));
+      }
+    }
+}
+
+TEST_CASE("a target accumulated by two kinds of reduction is not privatised", "[llvm]") {
+  KernelIR ir = accumulate_kernel(ScalarType::Int32);
+  // A second accumulation into the same target with another op.
+  IrInstr again = ir.instrs.back();
+  again.op = IrOp::ScatterMax;
+  ir.instrs.push_back(again);
+  ir.finalize();
+  AccumulateInfo info = accumulate_info(ir);
+  REQUIRE(info.targets.size() == 1);
+  CHECK(info.n_accumulations == 2);
+  CHECK_FALSE(info.privatizable);
+  CHECK(accumulate_info(accumulate_kernel(ScalarType::Int32, false, false, IrOp::ScatterMax))
+            .targets[0]
+            .op == ReduceOp::Max);
 }
 
 TEST_CASE("an accumulation alone on one thread adds floats in lane order, as a loop does",

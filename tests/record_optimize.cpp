@@ -394,3 +394,53 @@ TEST_CASE("optimiser: kernel rewrites read only the operand fields an opcode use
   CHECK(body.ir.params.size() == 2);
   CHECK(body.ir.instrs.size() == 4);
 }
+
+TEST_CASE("dead-work removal keeps an increment while its counter or its values are used",
+          "[record][optimize]") {
+  using ff::IrOp;
+  using ff::ParamKind;
+  using ff::rec::LaunchArg;
+  constexpr auto U32 = ff::ScalarType::UInt32, U64 = ff::ScalarType::UInt64;
+  // p0: the counter, p1: its length, p2: where the old values are stored.
+  ff::KernelIR ir;
+  ir.params = {
+      {ParamKind::BufferInOut, U32}, {ParamKind::Scalar, U64}, {ParamKind::BufferOut, U32}};
+  uint32_t zero = ir.emit(IrOp::Literal, U32, {}, 0);
+  uint32_t all = ir.emit(IrOp::Literal, ff::ScalarType::Bool, {}, 1);
+  uint32_t slot = ir.emit(IrOp::ScatterInc, U32, {0, zero, all, ff::kNoOperand, 1});
+  ir.emit(IrOp::Store, U32, {2, slot});
+  ir.finalize();
+  REQUIRE_NOTHROW(ir.validate());
+  auto args = [] {
+    std::vector<LaunchArg> a(3);
+    for (uint32_t s : {0u, 2u}) {
+      a[s].is_buffer = true;
+      a[s].slot = s;
+    }
+    return a;
+  };
+  auto run = [&](auto keep) {
+    ff::rec::LaunchBody body{ir, args()};
+    bool effect = ff::rec::remove_dead_work(body, keep);
+    body.ir.finalize();
+    REQUIRE_NOTHROW(body.ir.validate());
+    return std::make_pair(effect, body);
+  };
+  // Both used: everything stays.
+  auto [both, b1] = run([](uint32_t) { return true; });
+  CHECK(both);
+  CHECK(b1.ir.instrs.size() == 4);
+  // Only the values used (the counter is dropped afterwards): the increment stays.
+  auto [values, b2] = run([](uint32_t p) { return p != 0; });
+  CHECK(values);
+  CHECK(b2.ir.instrs.size() == 4);
+  // Only the counter used: the increment stays, the store of its values goes.
+  auto [counter, b3] = run([](uint32_t p) { return p != 2; });
+  CHECK(counter);
+  REQUIRE(b3.ir.instrs.size() == 3);
+  CHECK(b3.ir.instrs.back().op == IrOp::ScatterInc);
+  // Neither: nothing is left to do.
+  auto [none, b4] = run([](uint32_t p) { return p == 1; });
+  CHECK_FALSE(none);
+  CHECK(b4.ir.instrs.empty());
+}

@@ -26,6 +26,12 @@ extern char** environ;
 
 namespace {
 
+/// "format 1.N" of this build's writer.
+std::string current_format() {
+  return "format " + std::to_string(ff::format::kVersionMajor) + "." +
+         std::to_string(ff::format::kVersionMinor);
+}
+
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
@@ -102,7 +108,7 @@ TEST_CASE("tools: the text view has the summary, the op table and the kernels", 
   ff::format::ParsedFile f = parsed("compress.ffr");
   const auto& d = *f.recordings[0];
   std::string t = ff::dump::text(f, {});
-  CHECK_THAT(t, Contains("format 1.3") && Contains("backend 'llvm'"));
+  CHECK_THAT(t, Contains(current_format()) && Contains("backend 'llvm'"));
   CHECK_THAT(t, Contains("ops " + std::to_string(d.ops.size()) + " ("));
   CHECK_THAT(t, Contains("kernels " + std::to_string(d.kernels.size()) + ", slots " +
                          std::to_string(d.slots.size()) + ", guards " +
@@ -131,7 +137,7 @@ TEST_CASE("tools: the JSON view follows its schema and its counts match the API'
     nlohmann::json j = nlohmann::json::parse(ff::dump::json(parsed(name), {}).dump());
     CHECK(j["schema"] == "freezeframe.recording-dump");
     CHECK(j["schema_version"] == 1);
-    CHECK(j["file"]["format_version"] == "1.3");
+    CHECK("format " + j["file"]["format_version"].get<std::string>() == current_format());
     const auto& rec = j["recordings"][0];
     CHECK(rec["counts"]["ops"] == r.n_ops());
     CHECK(rec["counts"]["kernels"] == r.n_kernels());
@@ -297,10 +303,16 @@ TEST_CASE("tools: recorder-dump prints a summary, kernels, JSON and a graph dot 
   for (const char* op : {"= tan.", "= asinh.", "= erf.", "= round.", "= popcnt.", "= ctz.",
                          "= atan2.", "= pow.", "= copysign."})
     CHECK_THAT(mk.out, Contains(op));
+  // The scatter kinds by name, scatter_inc's value used by the scatter after it.
+  Result sk = dump({data("scatter_kinds.ffr"), "--kernels"});
+  CHECK(sk.status == 0);
+  for (const char* op : {"= scatter_min.", "= scatter_max.", "= scatter_mul.", "= scatter_or.",
+                         "= scatter_and.", "= scatter_inc.uint32"})
+    CHECK_THAT(sk.out, Contains(op));
   Result j = dump({data("multi.ffr"), "--json"});
   REQUIRE(j.status == 0);
   nlohmann::json parsed_json = nlohmann::json::parse(j.out);
-  CHECK(parsed_json["recordings"].size() == 6);
+  CHECK(parsed_json["recordings"].size() == 7);
   Result one = dump({data("multi.ffr"), "--json", "--recording", "3"});
   REQUIRE(one.status == 0);
   CHECK(nlohmann::json::parse(one.out)["recordings"][0]["index"] == 3);
@@ -338,10 +350,10 @@ TEST_CASE("tools: recorder-dump shows a capture and each recording of a multi-re
   CHECK_THAT(c.out, Contains("whole-session capture"));
   Result m = dump({data("multi.ffr")});
   CHECK(m.status == 0);
-  CHECK_THAT(m.out, Contains("6 recording(s)") && Contains("recording 5:"));
-  Result bad = dump({data("multi.ffr"), "--recording", "6"});
+  CHECK_THAT(m.out, Contains("7 recording(s)") && Contains("recording 6:"));
+  Result bad = dump({data("multi.ffr"), "--recording", "7"});
   CHECK(bad.status == 2);
-  CHECK_THAT(bad.err, Contains("holds 6 recording(s)"));
+  CHECK_THAT(bad.err, Contains("holds 7 recording(s)"));
 }
 
 TEST_CASE("tools: recorder-dump refuses a negative or non-numeric --recording",
@@ -351,7 +363,7 @@ TEST_CASE("tools: recorder-dump refuses a negative or non-numeric --recording",
     Result r = dump({data("multi.ffr"), "--recording", k});
     CHECK(r.status == 2);
     CHECK_THAT(r.err, Contains(std::string("--recording ") + k + ": not a recording index") &&
-                          Contains("holds 6 recording(s)"));
+                          Contains("holds 7 recording(s)"));
     CHECK_THAT(r.err, !Contains("18446744073709551615"));
     CHECK(r.out.empty());
   }
@@ -398,7 +410,7 @@ TEST_CASE("tools: recorder-dump: usage, --help, --version, a missing and a damag
   CHECK_THAT(help.out, Contains("Usage") && Contains("--diff"));
   Result version = dump({"--version"});
   CHECK(version.status == 0);
-  CHECK_THAT(version.out, Contains("freezeframe") && Contains("format 1.3"));
+  CHECK_THAT(version.out, Contains("freezeframe") && Contains(current_format()));
   Result none = dump({});
   CHECK(none.status == 2);
   CHECK_THAT(none.err, Contains("FILE is required") && Contains("Usage"));

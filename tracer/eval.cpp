@@ -223,7 +223,9 @@ uint32_t KernelBuilder::emit(VarId root) {
     }
     if (var.kind == VarKind::Op && !expanded) {
       stack.back().second = true;
-      for (int i = 3; i >= (var.op == IrOp::Gather ? 1 : 0); --i) {
+      // A gather's source and an increment's counter are buffers, not values.
+      bool buffer_dep = var.op == IrOp::Gather || var.op == IrOp::ScatterInc;
+      for (int i = 3; i >= (buffer_dep ? 1 : 0); --i) {
         VarId d = var.dep[i];
         if (d && s_[d].scratch_epoch != epoch_)
           stack.push_back({d, false});
@@ -258,6 +260,15 @@ uint32_t KernelBuilder::emit(VarId root) {
           in.d = bound_param(src);
           if (range_checks())
             add_range_report(in, "gather", src->size, s_[var.dep[1]].type);
+        } else if (var.op == IrOp::ScatterInc) {
+          // The increment itself (its effect's entry in the group then finds it emitted).
+          const std::shared_ptr<Buffer>& counter = s_[var.dep[0]].buffer;
+          in.a = buffer_param(*counter, ParamKind::BufferInOut);
+          in.b = s_[var.dep[1]].scratch;
+          in.c = s_[var.dep[2]].scratch;
+          in.e = bound_param(counter);
+          if (range_checks())
+            add_range_report(in, "scatter_inc", counter->size, s_[var.dep[1]].type);
         } else if (var.op != IrOp::Index) {
           uint32_t* fields[3] = {&in.a, &in.b, &in.c};
           for (int i = 0; i < 3 && var.dep[i]; ++i)
@@ -296,9 +307,24 @@ std::string launch_group(TracerState& s, Group& g, std::vector<SideEffect>& effe
     kb.instr(IrInstr{IrOp::Store, s[r].type, 0, p, value});
     outputs.push_back(std::move(out));
   }
+  // Increments whose old values someone besides the effect holds are stored (after the roots,
+  // which may have emitted them already).
+  std::vector<std::pair<VarId, std::shared_ptr<Buffer>>> kept_increments;
   for (size_t i : g.effects) {
     SideEffect& e = effects[i];
-    IrInstr in{e.add ? IrOp::ScatterAdd : IrOp::Scatter, s[e.target].type};
+    if (e.op == IrOp::ScatterInc) {
+      uint32_t value = kb.emit(e.result);
+      Variable& r = s[e.result];
+      bool root = std::find(g.roots.begin(), g.roots.end(), e.result) != g.roots.end();
+      if (r.refs > 1 && !root) {
+        auto out = alloc_buffer(ScalarType::UInt32, g.size, r.prov.get());
+        uint32_t p = kb.buffer_param(*out, ParamKind::BufferOut);
+        kb.instr(IrInstr{IrOp::Store, ScalarType::UInt32, 0, p, value});
+        kept_increments.push_back({e.result, std::move(out)});
+      }
+      continue;
+    }
+    IrInstr in{e.op, s[e.target].type};
     in.b = kb.emit(e.index);
     in.c = kb.emit(e.mask);
     in.d = kb.emit(e.value);
@@ -306,7 +332,7 @@ std::string launch_group(TracerState& s, Group& g, std::vector<SideEffect>& effe
     in.a = kb.buffer_param(*target, ParamKind::BufferInOut);
     in.e = kb.bound_param(target);
     if (range_checks())
-      kb.add_range_report(in, e.add ? "scatter_add" : "scatter", target->size, s[e.index].type);
+      kb.add_range_report(in, to_string(e.op), target->size, s[e.index].type);
     kb.instr(in);
   }
   ir.finalize();
@@ -319,6 +345,8 @@ std::string launch_group(TracerState& s, Group& g, std::vector<SideEffect>& effe
   backend.launch(kernel, g.size, launch_prov, kb.args(args));
   for (size_t i = 0; i < g.roots.size(); ++i)
     become_evaluated(g.roots[i], std::move(outputs[i]));
+  for (auto& [v, buffer] : kept_increments)
+    become_evaluated(v, std::move(buffer));
   return kb.check_reports();
 }
 
@@ -355,6 +383,11 @@ void eval_roots(std::span<const VarId> roots) {
       if (g.size == 0 && !recording_open()) {  // empty outputs, no-op scatters
         for (VarId r : g.roots)
           become_evaluated(r, alloc_buffer(s[r].type, 0, s[r].prov.get()));
+        for (size_t i : g.effects) {
+          VarId r = effects[i].result;
+          if (r && s[r].kind == VarKind::Op)
+            become_evaluated(r, alloc_buffer(ScalarType::UInt32, 0, s[r].prov.get()));
+        }
       } else {
         std::string e = launch_group(s, g, effects);
         if (range_error.empty())
@@ -369,16 +402,14 @@ void eval_roots(std::span<const VarId> roots) {
       if (!done[i])
         s.side_effects.push_back(effects[i]);
     for (size_t i = 0; i < effects.size(); ++i)
-      if (done[i]) {
-        SideEffect& e = effects[i];
-        for (VarId d : {e.value, e.index, e.mask, e.target})
+      if (done[i])
+        for (VarId d : effects[i].held())
           dec_local(d);
-      }
     throw;
   }
   for (SideEffect& e : effects) {
     s[e.target].dirty = false;
-    for (VarId d : {e.value, e.index, e.mask, e.target})
+    for (VarId d : e.held())
       dec_local(d);
   }
   for (SideEffect& e : s.side_effects)  // only non-empty after a nested failure
@@ -401,7 +432,7 @@ void discard_side_effects() noexcept {
   for (SideEffect& e : effects)
     s[e.target].dirty = false;
   for (SideEffect& e : effects)
-    for (VarId d : {e.value, e.index, e.mask, e.target})
+    for (VarId d : e.held())
       dec_local(d);
 }
 

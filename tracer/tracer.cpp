@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "backend/ir/ir_analysis.h"
 #include "common/log.h"
 #include "freezeframe/errors.h"
 #include "tracer/fold.h"
@@ -283,11 +284,18 @@ void check_type(const char* what, ScalarType got, ScalarType expected) {
 /// Pending scatters write evaluated buffers in place: anything that reads one runs them first.
 void settle(std::initializer_list<VarId> ops) {
   TracerState& s = state();
-  for (VarId v : ops)
+  for (VarId v : ops) {
     if (v && s[v].dirty) {
       flush_side_effects();
       return;
     }
+    // The old values of a one-lane increment, pending: evaluated first, since in a wider
+    // kernel the broadcast would run the increment once per lane.
+    if (v && s[v].kind == VarKind::Op && s[v].op == IrOp::ScatterInc && s[v].size == 1) {
+      flush_side_effects();
+      return;
+    }
+  }
 }
 
 VarId make_op(IrOp op, ScalarType type, const SizeDecision& sd, std::initializer_list<VarId> deps) {
@@ -409,30 +417,66 @@ VarId gather_local(ScalarType t, VarId source, VarId index, VarId mask) {
   return v;
 }
 
-void scatter_local(VarId* target, VarId value, VarId index, VarId mask, bool add) {
-  const char* what = add ? "scatter_add" : "scatter";
+IrOp scatter_op(bool reduce, ReduceOp op) {
+  if (!reduce)
+    return IrOp::Scatter;
+  switch (op) {
+    case ReduceOp::Add:
+      return IrOp::ScatterAdd;
+    case ReduceOp::Mul:
+      return IrOp::ScatterMul;
+    case ReduceOp::Min:
+      return IrOp::ScatterMin;
+    case ReduceOp::Max:
+      return IrOp::ScatterMax;
+    case ReduceOp::And:
+      return IrOp::ScatterAnd;
+    case ReduceOp::Or:
+      return IrOp::ScatterOr;
+  }
+  throw Error("scatter_reduce: invalid ReduceOp " + std::to_string(static_cast<int>(op)));
+}
+
+/// Schedules a scatter of kind `op` (value is 0 for ScatterInc); returns the increment's
+/// variable for ScatterInc, else 0.
+VarId scatter_local(VarId* target, VarId value, VarId index, VarId mask, IrOp op) {
+  const char* what = to_string(op);
   TracerState& s = state();
-  check_type(what, s[value].type, s[*target].type);
+  ScalarType t = s[*target].type;
+  bool inc = op == IrOp::ScatterInc;
+  if (inc)
+    check_type(what, t, ScalarType::UInt32);
+  else
+    check_type(what, s[value].type, t);
+  const OpFacts& facts = op_facts(op);
+  if (facts.accumulates && t == ScalarType::Bool)
+    throw Error(std::string(what) + ": needs a numeric array, not bool");
+  if (facts.accumulates && (facts.reduce == ReduceOp::And || facts.reduce == ReduceOp::Or) &&
+      !is_integer(t))
+    throw Error(std::string(what) + ": needs an integer array, not " + to_string(t));
   if (!is_integer(s[index].type))
     throw Error(std::string(what) + ": the index must be an integer array");
   check_type(std::string(what).append(" mask").c_str(), s[mask].type, ScalarType::Bool);
-  // Scatters into one buffer run in program order; only atomic adds may share a kernel.
+  // Scatters into one buffer run in program order; only reductions of one kind (which
+  // commute) may share a kernel.
   if (s[*target].dirty) {
-    bool all_add = add;
+    bool commute = facts.accumulates;
     for (auto& e : s.side_effects)
-      if (e.target == *target && !e.add)
-        all_add = false;
-    if (!all_add)
+      if (e.target == *target && e.op != op)
+        commute = false;
+    if (!commute)
       flush_side_effects();
   }
   settle({value, index, mask});
   materialize(*target);
   // Copy-on-write: other handles or lazy expressions that read the target keep its contents,
   // and so does another thread's variable sharing the buffer. References held by pending
-  // scatters into the same target do not count as readers.
+  // scatters into the same target (and by their increments' variables) do not count as
+  // readers.
   uint32_t pending = 0;
   for (auto& e : s.side_effects)
-    pending += e.target == *target;
+    if (e.target == *target)
+      pending += 1 + (e.result && s[e.result].kind == VarKind::Op);
   if (s[*target].refs - pending > 1 || s[*target].shared) {
     if (pending)
       flush_side_effects();  // the copy must include the pending writes
@@ -445,13 +489,27 @@ void scatter_local(VarId* target, VarId value, VarId index, VarId mask, bool add
     dec_local(*target);
     *target = fresh;
   }
-  SizeDecision sd = decide_size(what, {value, index, mask});
-  SideEffect e{*target, value, index, mask, add, sd.size, sd.prov};
+  SizeDecision sd =
+      inc ? decide_size(what, {index, mask}) : decide_size(what, {value, index, mask});
+  VarId result = 0;
+  if (inc) {
+    result = new_var(VarKind::Op, ScalarType::UInt32, sd.size, sd.prov);
+    Variable& r = s[result];
+    r.op = IrOp::ScatterInc;
+    r.dep[0] = *target;
+    r.dep[1] = index;
+    r.dep[2] = mask;
+    for (VarId d : {*target, index, mask})
+      s[d].refs++;
+    s[result].refs++;  // the effect's reference; the caller gets the other
+  }
+  SideEffect e{*target, value, index, mask, op, result, sd.size, sd.prov};
   for (VarId d : {value, index, mask})
-    s[d].refs++;
+    inc_local(d);
   s[*target].refs++;
   s[*target].dirty = true;
   s.side_effects.push_back(std::move(e));
+  return result;
 }
 
 Size width_local(VarId v) {
@@ -545,22 +603,43 @@ Handle var_gather(ScalarType t, Handle source, Handle index, Handle mask) {
   return state().handle(gather_local(t, o[0], o[1], o[2]));
 }
 
-void var_scatter(Handle* target, Handle value, Handle index, Handle mask, bool add) {
+namespace {
+
+/// A scatter's target from another thread is adopted by this one (a local variable sharing its
+/// buffer, so the scatter copies it first) and the handle moves over to that.
+void adopt_target(Handle* target) {
   TracerState& s = state();
-  if (table_of(*target) != s.id) {
-    // The array comes from another thread: this thread adopts it (a local variable sharing
-    // its buffer, so the scatter below copies it first) and the handle moves over to that.
-    bool fresh = false;
-    VarId adopted = localize(*target, &fresh);
-    Handle old = *target;
-    *target = s.handle(adopted);
-    dec_ref(old);
-  }
+  if (table_of(*target) == s.id)
+    return;
+  bool fresh = false;
+  VarId adopted = localize(*target, &fresh);
+  Handle old = *target;
+  *target = s.handle(adopted);
+  dec_ref(old);
+}
+
+}  // namespace
+
+void var_scatter(Handle* target, Handle value, Handle index, Handle mask, bool reduce,
+                 ReduceOp op) {
+  TracerState& s = state();
+  adopt_target(target);
   Operands o{value, index, mask};
   Window w;
   VarId t = index_of(*target);
-  scatter_local(&t, o[0], o[1], o[2], add);
+  scatter_local(&t, o[0], o[1], o[2], scatter_op(reduce, op));
   *target = s.handle(t);
+}
+
+Handle var_scatter_inc(Handle* counter, Handle index, Handle mask) {
+  TracerState& s = state();
+  adopt_target(counter);
+  Operands o{index, mask};
+  Window w;
+  VarId t = index_of(*counter);
+  VarId result = scatter_local(&t, 0, o[0], o[1], IrOp::ScatterInc);
+  *counter = s.handle(t);
+  return s.handle(result);
 }
 
 // ---------------------------------------------------------------------------------------------

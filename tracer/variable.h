@@ -1,6 +1,7 @@
 // The tracer's data: buffers, variables (SSA nodes with reference counts), per-thread state.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -63,11 +64,16 @@ struct Variable {
 
 /// A scheduled scatter: executed with the next eval.
 struct SideEffect {
-  VarId target;  // evaluated variable whose buffer is written
-  VarId value, index, mask;
-  bool add;
+  VarId target;              // evaluated variable whose buffer is written
+  VarId value, index, mask;  // value is 0 for an increment
+  IrOp op;                   // Scatter, ScatterAdd ... ScatterOr, ScatterInc
+  VarId result;              // ScatterInc: its variable (the old values), which names this effect's
+                             // target, index and mask; 0 for the other kinds
   uint64_t size;
   SizeExprPtr prov;
+
+  /// The variables it holds a reference to.
+  std::array<VarId, 5> held() const { return {target, value, index, mask, result}; }
 };
 
 /// Per-thread tracing state: everything the hot path needs behind one thread-local access. Its

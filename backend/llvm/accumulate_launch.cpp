@@ -2,9 +2,12 @@
 #include "backend/llvm/accumulate_launch.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <new>
+#include <type_traits>
 
 #include "backend/ir/ir_analysis.h"
 #include "backend/llvm/launch_plan.h"
@@ -51,30 +54,115 @@ std::byte* scratch(size_t bytes) {
   return area.get();
 }
 
-// dst[i] += src[i] with the kernels' arithmetic: integers wrap (added unsigned), floats add in
-// IEEE arithmetic.
+// The merge of private copies and their starting values, with the kernels' arithmetic
+// (llvm_codegen.cpp, emit_combine): integers wrap, floats round to nearest, float Min/Max
+// ignore NaN and count -0 below +0.
 template <class T>
-void add_into(void* dst, const void* src, size_t n) {
-  auto* d = static_cast<T*>(dst);
-  const auto* s = static_cast<const T*>(src);
-  for (size_t i = 0; i < n; ++i)
-    d[i] += s[i];
+T combine(ReduceOp op, T old, T v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    bool take = false;
+    if (op == ReduceOp::Add)
+      return old + v;
+    if (op == ReduceOp::Mul)
+      return old * v;
+    if (!std::isnan(v)) {
+      bool tie = v == old && std::signbit(v) != std::signbit(old);
+      take = std::isnan(old) || (op == ReduceOp::Min ? v < old || (tie && std::signbit(v))
+                                                     : v > old || (tie && !std::signbit(v)));
+    }
+    return take ? v : old;
+  } else {
+    using U = std::make_unsigned_t<T>;
+    switch (op) {
+      case ReduceOp::Add:
+        return static_cast<T>(static_cast<U>(old) + static_cast<U>(v));
+      case ReduceOp::Mul:
+        return static_cast<T>(static_cast<U>(old) * static_cast<U>(v));
+      case ReduceOp::Min:
+        return std::min(old, v);
+      case ReduceOp::Max:
+        return std::max(old, v);
+      case ReduceOp::And:
+        return old & v;
+      case ReduceOp::Or:
+        return old | v;
+    }
+    return old;
+  }
 }
 
-void add_into(ScalarType t, void* dst, const void* src, size_t n) {
+// The value x with combine(op, x, v) == v for every v (floats take no And/Or).
+template <class T>
+T identity(ReduceOp op) {
+  using L = std::numeric_limits<T>;
+  switch (op) {
+    case ReduceOp::Mul:
+      return T(1);
+    case ReduceOp::Min:
+      return L::has_quiet_NaN ? L::quiet_NaN() : L::max();
+    case ReduceOp::Max:
+      return L::has_quiet_NaN ? L::quiet_NaN() : L::lowest();
+    case ReduceOp::And:
+      if constexpr (std::is_integral_v<T>)
+        return static_cast<T>(~T(0));
+      break;
+    case ReduceOp::Add:
+    case ReduceOp::Or:
+      break;
+  }
+  return T(0);
+}
+
+template <class T>
+void merge_into(ReduceOp op, void* dst, const void* src, size_t n) {
+  auto* d = static_cast<T*>(dst);
+  const auto* s = static_cast<const T*>(src);
+  if (op == ReduceOp::Add) {  // the common case, kept a plain loop that vectorises
+    for (size_t i = 0; i < n; ++i)
+      d[i] = combine(ReduceOp::Add, d[i], s[i]);
+    return;
+  }
+  for (size_t i = 0; i < n; ++i)
+    d[i] = combine(op, d[i], s[i]);
+}
+
+template <class T>
+void fill_identity(ReduceOp op, void* dst, size_t n) {
+  std::fill_n(static_cast<T*>(dst), n, identity<T>(op));
+}
+
+// Calls f.template operator()<T>() with T the C++ type of `t` (not Bool: the validator
+// refuses Bool accumulations).
+template <class F>
+void with_type(ScalarType t, F&& f) {
   switch (t) {
     case ScalarType::Int32:
+      return f.template operator()<int32_t>();
     case ScalarType::UInt32:
-      return add_into<uint32_t>(dst, src, n);
+      return f.template operator()<uint32_t>();
     case ScalarType::Int64:
+      return f.template operator()<int64_t>();
     case ScalarType::UInt64:
-      return add_into<uint64_t>(dst, src, n);
+      return f.template operator()<uint64_t>();
     case ScalarType::Float32:
-      return add_into<float>(dst, src, n);
+      return f.template operator()<float>();
     case ScalarType::Float64:
-      return add_into<double>(dst, src, n);
+      return f.template operator()<double>();
     case ScalarType::Bool:
-      break;  // the validator refuses Bool accumulations
+      break;
+  }
+}
+
+// A private copy's starting values: each target's part holds its op's identity.
+void fill_identities(const AccumulateInfo& info, const std::vector<size_t>& offsets,
+                     const std::vector<uint64_t>& lengths, std::byte* copy) {
+  for (size_t t = 0; t < info.targets.size(); ++t) {
+    const AccumulateTarget& target = info.targets[t];
+    std::byte* at = copy + offsets[t];
+    if (target.op == ReduceOp::Add || target.op == ReduceOp::Or)
+      std::memset(at, 0, copy_bytes_of(target, lengths[t]));
+    else
+      with_type(target.type, [&]<class T>() { fill_identity<T>(target.op, at, lengths[t]); });
   }
 }
 
@@ -85,6 +173,9 @@ struct PrivateRun {
   std::byte* copies;  // part p >= 1: its copy at copies + (p - 1) * copy_bytes
   size_t copy_bytes;
   size_t size, part;
+  const AccumulateInfo* info;
+  const std::vector<size_t>& offsets;
+  const std::vector<uint64_t>& lengths;
 };
 
 // Whether the launch's targets may be kept apart per part: accessed only by accumulations,
@@ -115,29 +206,35 @@ bool private_fits(const AccumulateInfo& info, std::span<const uint64_t> args, si
 AccumulateInfo accumulate_info(const KernelIR& ir) {
   AccumulateInfo info;
   std::vector<ParamSummary> uses = param_summary(ir);
+  bool one_op = true;
   for_each_instr(ir, [&](uint32_t, const IrInstr& in) {
     for_each_param(in, [&](const IrParamUse& u) {
-      if (u.access != ParamAccess::IndexedAccumulate)
+      bool inc = u.access == ParamAccess::IndexedIncrement;
+      if (u.access != ParamAccess::IndexedAccumulate && !inc)
         return;
+      info.increments = info.increments || inc;
+      ReduceOp op = op_facts(in.op).reduce;
       auto it = std::find_if(info.targets.begin(), info.targets.end(),
                              [&](const AccumulateTarget& t) { return t.param == u.param; });
       if (it == info.targets.end())
-        it = info.targets.insert(info.targets.end(), AccumulateTarget{u.param, in.type, {}});
+        it = info.targets.insert(info.targets.end(), AccumulateTarget{u.param, in.type, op, {}});
+      one_op = one_op && it->op == op;
       if (std::find(it->bounds.begin(), it->bounds.end(), u.bound) == it->bounds.end())
         it->bounds.push_back(u.bound);
       ++info.n_accumulations;
     });
   });
-  info.privatizable = std::all_of(info.targets.begin(), info.targets.end(), [&](const auto& t) {
-    return uses[t.param].accesses == (1u << static_cast<int>(ParamAccess::IndexedAccumulate));
-  });
+  info.privatizable =
+      one_op && std::all_of(info.targets.begin(), info.targets.end(), [&](const auto& t) {
+        return uses[t.param].accesses == (1u << static_cast<int>(ParamAccess::IndexedAccumulate));
+      });
   return info;
 }
 
 AccumulateStrategy choose_accumulate(const AccumulateInfo& info, std::span<const uint64_t> args,
                                      size_t size, size_t n_blocks, unsigned n_threads,
                                      uint64_t work_per_elem, uint64_t atomic_work) {
-  if (n_blocks <= 1 || n_threads <= 1)
+  if (n_blocks <= 1 || n_threads <= 1 || info.increments)
     return AccumulateStrategy::Alone;
   if (private_fits(info, args, size, n_threads))
     return AccumulateStrategy::Private;
@@ -179,13 +276,14 @@ void run_privatized(ThreadPool& pool, KernelFn fn, const AccumulateInfo& info,
           reinterpret_cast<uint64_t>(copies + (p - 1) * copy_bytes + offsets[t]);
   }
 
-  PrivateRun run{fn, part_args.data(), stride, copies, copy_bytes, size, part};
+  PrivateRun run{fn,    part_args.data(), stride, copies, copy_bytes, size, part,
+                 &info, offsets,          lengths};
   pool.run(
       n_parts,
       [](void* c, size_t p) {
         auto& r = *static_cast<PrivateRun*>(c);
-        if (p > 0)  // zeroed here, by the thread that fills it
-          std::memset(r.copies + (p - 1) * r.copy_bytes, 0, r.copy_bytes);
+        if (p > 0)  // filled here, by the thread that then works on it
+          fill_identities(*r.info, r.offsets, r.lengths, r.copies + (p - 1) * r.copy_bytes);
         uint64_t begin = p * r.part;
         r.fn(begin, std::min<uint64_t>(begin + r.part, r.size), r.part_args + p * r.stride);
       },
@@ -205,8 +303,11 @@ void run_privatized(ThreadPool& pool, KernelFn fn, const AccumulateInfo& info,
         ScalarType ty = info.targets[t].type;
         size_t elem = size_of(ty);
         auto* dst = reinterpret_cast<std::byte*>(args[info.targets[t].param]) + (b - base) * elem;
-        for (size_t p = 1; p < n_parts; ++p)
-          add_into(ty, dst, copies + (p - 1) * copy_bytes + offsets[t] + (b - base) * elem, e - b);
+        ReduceOp op = info.targets[t].op;
+        for (size_t p = 1; p < n_parts; ++p) {
+          const std::byte* src = copies + (p - 1) * copy_bytes + offsets[t] + (b - base) * elem;
+          with_type(ty, [&]<class T>() { merge_into<T>(op, dst, src, e - b); });
+        }
       }
       base += n;
     }

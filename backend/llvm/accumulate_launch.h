@@ -1,5 +1,6 @@
-// Launches of kernels that accumulate into buffers (ScatterAdd): how the lanes add without an
-// atomic per lane wherever no other thread can add to the same element at the same time.
+// Launches of kernels that accumulate into buffers (ScatterAdd ... ScatterOr, ScatterInc): how
+// the lanes combine without an atomic per lane wherever no other thread can touch the same
+// element at the same time.
 //
 // x86 has no vector atomics and no atomic float add (a float atomicrmw is a compare-exchange
 // loop), so an atomic per lane costs ~20 cycles alone and far more when threads share cache
@@ -16,19 +17,21 @@
 
 #include "backend/ir/kernel_ir.h"
 #include "backend/llvm/llvm_jit.h"
+#include "freezeframe/reduce_op.h"
 
 namespace ff::llvm_backend {
 
 class ThreadPool;
 
-/// The launch-mode word args[n_params] of a kernel that accumulates: Exclusive adds with a
-/// plain load, add and store (lanes in order), Atomic with an atomic read-modify-write.
+/// The launch-mode word args[n_params] of a kernel that accumulates: Exclusive combines with a
+/// plain load, combine and store (lanes in order), Atomic with an atomic read-modify-write.
 enum class AccumulateMode : uint64_t { Atomic = 0, Exclusive = 1 };
 
 /// A buffer parameter some instruction accumulates into.
 struct AccumulateTarget {
   uint32_t param;
   ScalarType type;
+  ReduceOp op;                   // how its accumulations combine (the first one's)
   std::vector<uint32_t> bounds;  // the Bound parameters of its accumulations (their lengths)
 };
 
@@ -36,9 +39,12 @@ struct AccumulateTarget {
 struct AccumulateInfo {
   std::vector<AccumulateTarget> targets;  // empty: the kernel does not accumulate
   uint32_t n_accumulations = 0;           // accumulating instructions
-  /// Every target is accessed only by accumulations, so its partial sums may be kept apart
-  /// and merged after the launch.
+  /// Every target is accessed only by accumulations of one ReduceOp, so its partial results
+  /// may be kept apart and merged after the launch.
   bool privatizable = false;
+  /// Some instruction increments (ScatterInc): its lanes must see one counter, and they run
+  /// on one thread so that the values are handed out in lane order, as a serial loop does.
+  bool increments = false;
 
   bool accumulates() const { return !targets.empty(); }
 };
@@ -48,8 +54,9 @@ AccumulateInfo accumulate_info(const KernelIR& ir);
 /// How one launch of an accumulating kernel runs.
 enum class AccumulateStrategy : uint8_t {
   Alone,    // the whole launch on the calling thread: exclusive adds, in lane order
-  Private,  // one part per thread; part 0 adds into the targets, the others into zeroed
-            // private copies, all exclusive; the copies are added to the targets afterwards
+  Private,  // one part per thread; part 0 combines into the targets, the others into
+            // private copies filled with the op's identity (0 for Add, 1 for Mul, NaN for float
+            // Min/Max, ...), all exclusive; the copies are merged into the targets afterwards
   Atomic,   // the launch's plan, atomic adds
 };
 
@@ -62,20 +69,20 @@ inline constexpr uint64_t kPrivateMaxBytes = uint64_t{1} << 20;
 inline constexpr uint64_t kPrivateMinLanesPerElem = 2;
 
 /// The strategy for a launch of `size` lanes whose plan has `n_blocks` blocks (<= 1: the
-/// calling thread alone), on a pool of `n_threads`; `args` are the launch's arguments (the
-/// targets' lengths are read from them, and a target that shares its buffer with another
-/// parameter is never privatised). A split launch that cannot keep private copies is Atomic
-/// only when its work per element, spread over the threads with `atomic_work` added per
-/// accumulation (LlvmTuning::atomic_accumulate_work), is less than on one thread without it;
-/// otherwise it runs Alone.
+/// calling thread alone; a kernel that increments always runs Alone), on a pool of `n_threads`;
+/// `args` are the launch's arguments (the targets' lengths are read from them, and a target that
+/// shares its buffer with another parameter is never privatised). A split launch that cannot keep
+/// private copies is Atomic only when its work per element, spread over the threads with
+/// `atomic_work` added per accumulation (LlvmTuning::atomic_accumulate_work), is less than on one
+/// thread without it; otherwise it runs Alone.
 AccumulateStrategy choose_accumulate(const AccumulateInfo& info, std::span<const uint64_t> args,
                                      size_t size, size_t n_blocks, unsigned n_threads,
                                      uint64_t work_per_elem, uint64_t atomic_work);
 
 /// Runs a Private launch of `fn` with the launch's arguments `args` over `size` lanes in one
 /// part per pool thread (each part gets its own copy of the arguments, its targets redirected
-/// and the Exclusive mode word appended), then adds the private copies into the targets. `wake` as
-/// ThreadPool::run's. The copies live in a scratch area of the calling thread, kept for its next
+/// and the Exclusive mode word appended), then merges the private copies into the targets. `wake`
+/// as ThreadPool::run's. The copies live in a scratch area of the calling thread, kept for its next
 /// launch (at most (threads - 1) * kPrivateMaxBytes; outside the allocator's statistics, which
 /// count the program's arrays).
 void run_privatized(ThreadPool& pool, KernelFn fn, const AccumulateInfo& info,

@@ -11,6 +11,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <bit>
+#include <optional>
 #include <vector>
 
 #include "backend/ir/ir_analysis.h"
@@ -99,9 +100,11 @@ class KernelEmitter {
   Value* emit_uniform_div(const IrInstr& in);
   void emit_scatter(const IrInstr& in, Value* tail);
   Value* emit_scatter_inc(const IrInstr& in, Value* tail);
-  void emit_scatter_add_lanes(const IrInstr& in, Value* ptrs_base, Value* idx, Value* val,
-                              Value* mask);
-  void emit_lane_add(ScalarType t, Value* p, Value* v, bool atomic);
+  void emit_scatter_reduce_lanes(const IrInstr& in, Value* ptrs_base, Value* idx, Value* val,
+                                 Value* mask);
+  void emit_lane_reduce(ReduceOp op, ScalarType t, Value* p, Value* v, bool atomic);
+  Value* emit_combine(ReduceOp op, ScalarType t, Value* old, Value* v);
+  Value* emit_lane_increment(Value* p, bool atomic);
   Value* spill(Value* v);
   void emit_range_report(const IrInstr& in, Value* idx, Value* in_range, Value* mask);
   Value* emit_unary(const IrInstr& in);
@@ -700,8 +703,8 @@ void KernelEmitter::emit_scatter(const IrInstr& in, Value* tail) {
     emit_range_report(in, idx, in_range, want);
   Value* ok = b_.CreateAnd(want, in_range);
   Value* val = to_mem(t, vals_[in.d]);
-  if (in.op != IrOp::Scatter) {
-    emit_scatter_add_lanes(in, ptr_[in.a], idx, val, ok);
+  if (op_facts(in.op).accumulates) {
+    emit_scatter_reduce_lanes(in, ptr_[in.a], idx, val, ok);
     return;
   }
   if (w_ > 1) {
@@ -719,13 +722,14 @@ void KernelEmitter::emit_scatter(const IrInstr& in, Value* tail) {
 }
 
 // x86 has no vector atomics: visit the active lanes one by one (cttz over the mask bits), so
-// an all-inactive vector costs one test and a branch. The lanes add atomically, or, when the
-// launch's mode word says that no other thread adds to the target, with a plain load, add and
-// store (a uniform branch picks the lane loop once per vector). Lanes go in order either way,
-// so an exclusive launch adds exactly as a serial loop does.
-void KernelEmitter::emit_scatter_add_lanes(const IrInstr& in, Value* base, Value* idx, Value* val,
-                                           Value* mask) {
+// an all-inactive vector costs one test and a branch. The lanes combine atomically, or, when
+// the launch's mode word says that no other thread touches the target, with a plain load,
+// combine and store (a uniform branch picks the lane loop once per vector). Lanes go in order
+// either way, so an exclusive launch computes exactly what a serial loop does.
+void KernelEmitter::emit_scatter_reduce_lanes(const IrInstr& in, Value* base, Value* idx,
+                                              Value* val, Value* mask) {
   ScalarType t = in.type;
+  ReduceOp op = op_facts(in.op).reduce;
   auto* cont = new_block("scatter_add_done");
   auto* dispatch = new_block("scatter_add_mode");
   if (w_ == 1) {
@@ -737,7 +741,7 @@ void KernelEmitter::emit_scatter_add_lanes(const IrInstr& in, Value* base, Value
     b_.CreateCondBr(exclusive_, plain, atomic);
     for (bool is_atomic : {true, false}) {
       b_.SetInsertPoint(is_atomic ? atomic : plain);
-      emit_lane_add(t, p, val, is_atomic);
+      emit_lane_reduce(op, t, p, val, is_atomic);
       b_.CreateBr(cont);
     }
     b_.SetInsertPoint(cont);
@@ -761,8 +765,8 @@ void KernelEmitter::emit_scatter_add_lanes(const IrInstr& in, Value* base, Value
     Value* i = b_.CreateExtractElement(narrow ? vals_[in.b] : idx, uint64_t{l});
     if (narrow)
       i = is_signed_int(it) ? b_.CreateSExt(i, b_.getInt64Ty()) : b_.CreateZExt(i, b_.getInt64Ty());
-    emit_lane_add(t, b_.CreateGEP(mem_ty(t), base, i), b_.CreateExtractElement(val, uint64_t{l}),
-                  false);
+    emit_lane_reduce(op, t, b_.CreateGEP(mem_ty(t), base, i),
+                     b_.CreateExtractElement(val, uint64_t{l}), false);
   }
   b_.CreateBr(cont);
   // Otherwise the active lanes one by one. The indices and values go to the stack once per
@@ -783,16 +787,12 @@ void KernelEmitter::emit_scatter_add_lanes(const IrInstr& in, Value* base, Value
                                     llvm::Align(8));
     Value* v =
         b_.CreateAlignedLoad(mem_ty(t), b_.CreateGEP(mem_ty(t), val_slot, lane), align_of(t));
-    emit_lane_add(t, b_.CreateGEP(mem_ty(t), base, i), v, is_atomic);
+    emit_lane_reduce(op, t, b_.CreateGEP(mem_ty(t), base, i), v, is_atomic);
     Value* next = b_.CreateAnd(rest, b_.CreateSub(rest, b_.getInt32(1)));
     rest->addIncoming(next, b_.GetInsertBlock());
     b_.CreateCondBr(b_.CreateICmpNE(next, b_.getInt32(0)), loop, cont);
   }
   b_.SetInsertPoint(cont);
-}
-
-Value* KernelEmitter::emit_scatter_inc(const IrInstr&, Value*) {
-  throw BackendError("llvm backend: scatter_inc is not emitted yet");
 }
 
 // Stores vector `v` to a stack slot (allocated in the entry block) and returns the slot.
@@ -805,14 +805,189 @@ Value* KernelEmitter::spill(Value* v) {
   return slot;
 }
 
-void KernelEmitter::emit_lane_add(ScalarType t, Value* p, Value* v, bool atomic) {
-  if (atomic) {
-    b_.CreateAtomicRMW(is_float(t) ? llvm::AtomicRMWInst::FAdd : llvm::AtomicRMWInst::Add, p, v,
-                       align_of(t), llvm::AtomicOrdering::Monotonic);
+// How a scatter-reduction combines element `old` with value `v` (docs/kernel-ir.md). Float
+// Min/Max take `v` unless it is NaN, when `old` is NaN, or when it is strictly below (above)
+// `old`, -0 counting below +0: the result is the same in any order of lanes.
+Value* KernelEmitter::emit_combine(ReduceOp op, ScalarType t, Value* old, Value* v) {
+  bool fl = is_float(t), sgn = is_signed_int(t);
+  switch (op) {
+    case ReduceOp::Add:
+      return fl ? b_.CreateFAdd(old, v) : b_.CreateAdd(old, v);
+    case ReduceOp::Mul:
+      return fl ? b_.CreateFMul(old, v) : b_.CreateMul(old, v);
+    case ReduceOp::And:
+      return b_.CreateAnd(old, v);
+    case ReduceOp::Or:
+      return b_.CreateOr(old, v);
+    case ReduceOp::Min:
+    case ReduceOp::Max:
+      break;
+  }
+  bool max = op == ReduceOp::Max;
+  if (!fl) {
+    Value* take = max ? (sgn ? b_.CreateICmpSGT(v, old) : b_.CreateICmpUGT(v, old))
+                      : (sgn ? b_.CreateICmpSLT(v, old) : b_.CreateICmpULT(v, old));
+    return b_.CreateSelect(take, v, old);
+  }
+  Type* it = b_.getIntNTy(static_cast<unsigned>(size_of(t) * 8));
+  Value* v_neg = b_.CreateICmpSLT(b_.CreateBitCast(v, it), llvm::ConstantInt::get(it, 0));
+  Value* old_neg = b_.CreateICmpSLT(b_.CreateBitCast(old, it), llvm::ConstantInt::get(it, 0));
+  Value* beyond = max ? b_.CreateFCmpOGT(v, old) : b_.CreateFCmpOLT(v, old);
+  Value* zero_tie =
+      b_.CreateAnd(b_.CreateFCmpOEQ(v, old), max ? b_.CreateAnd(old_neg, b_.CreateNot(v_neg))
+                                                 : b_.CreateAnd(v_neg, b_.CreateNot(old_neg)));
+  Value* take = b_.CreateAnd(b_.CreateFCmpORD(v, v), b_.CreateOr(b_.CreateFCmpUNO(old, old),
+                                                                 b_.CreateOr(beyond, zero_tie)));
+  return b_.CreateSelect(take, v, old);
+}
+
+// One lane's read-modify-write of element `p`. Atomic: an atomicrmw where x86 has one (add,
+// integer min/max/and/or), otherwise a compare-exchange loop on the bits (mul, float min/max).
+void KernelEmitter::emit_lane_reduce(ReduceOp op, ScalarType t, Value* p, Value* v, bool atomic) {
+  using RMW = llvm::AtomicRMWInst;
+  bool fl = is_float(t), sgn = is_signed_int(t);
+  if (!atomic) {
+    Value* old = b_.CreateAlignedLoad(mem_ty(t), p, align_of(t));
+    b_.CreateAlignedStore(emit_combine(op, t, old, v), p, align_of(t));
     return;
   }
-  Value* old = b_.CreateAlignedLoad(mem_ty(t), p, align_of(t));
-  b_.CreateAlignedStore(is_float(t) ? b_.CreateFAdd(old, v) : b_.CreateAdd(old, v), p, align_of(t));
+  std::optional<RMW::BinOp> rmw;
+  switch (op) {
+    case ReduceOp::Add:
+      rmw = fl ? RMW::FAdd : RMW::Add;
+      break;
+    case ReduceOp::Min:
+      if (!fl)
+        rmw = sgn ? RMW::Min : RMW::UMin;
+      break;
+    case ReduceOp::Max:
+      if (!fl)
+        rmw = sgn ? RMW::Max : RMW::UMax;
+      break;
+    case ReduceOp::And:
+      rmw = RMW::And;
+      break;
+    case ReduceOp::Or:
+      rmw = RMW::Or;
+      break;
+    case ReduceOp::Mul:
+      break;
+  }
+  if (rmw) {
+    b_.CreateAtomicRMW(*rmw, p, v, align_of(t), llvm::AtomicOrdering::Monotonic);
+    return;
+  }
+  // old = *p; until cmpxchg(p, old, combine(old, v)) succeeds: old = what it found.
+  Type* it = b_.getIntNTy(static_cast<unsigned>(size_of(t) * 8));
+  llvm::BasicBlock* from = b_.GetInsertBlock();
+  auto* loop = new_block("cas_loop");
+  auto* swap = new_block("cas_swap");
+  auto* done = new_block("cas_done");
+  auto* first = b_.CreateAlignedLoad(it, p, align_of(t));
+  first->setAtomic(llvm::AtomicOrdering::Monotonic);
+  b_.CreateBr(loop);
+  b_.SetInsertPoint(loop);
+  llvm::PHINode* old_bits = b_.CreatePHI(it, 2);
+  old_bits->addIncoming(first, from);
+  Value* old = fl ? b_.CreateBitCast(old_bits, mem_ty(t)) : static_cast<Value*>(old_bits);
+  Value* next = emit_combine(op, t, old, v);
+  Value* next_bits = fl ? b_.CreateBitCast(next, it) : next;
+  b_.CreateCondBr(b_.CreateICmpEQ(next_bits, old_bits), done, swap);  // nothing to change
+  b_.SetInsertPoint(swap);
+  Value* pair =
+      b_.CreateAtomicCmpXchg(p, old_bits, next_bits, align_of(t), llvm::AtomicOrdering::Monotonic,
+                             llvm::AtomicOrdering::Monotonic);
+  old_bits->addIncoming(b_.CreateExtractValue(pair, 0), swap);
+  b_.CreateCondBr(b_.CreateExtractValue(pair, 1), done, loop);
+  b_.SetInsertPoint(done);
+}
+
+// buf[p] += 1 for one lane; returns the element's old value.
+Value* KernelEmitter::emit_lane_increment(Value* p, bool atomic) {
+  Type* i32 = b_.getInt32Ty();
+  if (atomic)
+    return b_.CreateAtomicRMW(llvm::AtomicRMWInst::Add, p, b_.getInt32(1), llvm::Align(4),
+                              llvm::AtomicOrdering::Monotonic);
+  Value* old = b_.CreateAlignedLoad(i32, p, llvm::Align(4));
+  b_.CreateAlignedStore(b_.CreateAdd(old, b_.getInt32(1)), p, llvm::Align(4));
+  return old;
+}
+
+// ScatterInc: the active lanes one by one, in lane order (cttz over the mask bits), each
+// taking the old value of its element; inactive lanes give 0. An exclusive launch hands out
+// values as a serial loop does.
+Value* KernelEmitter::emit_scatter_inc(const IrInstr& in, Value* tail) {
+  Value* idx = as_i64(in.b);
+  Value* in_range = b_.CreateICmpULT(idx, splat(raw_[in.e]));
+  Value* want = and_mask(vals_[in.c], tail);
+  if (in.flags & kIrFlagReportRange)
+    emit_range_report(in, idx, in_range, want);
+  Value* ok = b_.CreateAnd(want, in_range);
+  Value* base = ptr_[in.a];
+  Type* i32 = b_.getInt32Ty();
+  llvm::BasicBlock* from = b_.GetInsertBlock();
+  auto* cont = new_block("scatter_inc_done");
+  if (w_ == 1) {
+    auto* lane = new_block("scatter_inc");
+    auto* plain = new_block("scatter_inc_plain");
+    auto* atomic = new_block("scatter_inc_atomic");
+    b_.CreateCondBr(ok, lane, cont);
+    b_.SetInsertPoint(lane);
+    Value* p = b_.CreateGEP(i32, base, idx);
+    b_.CreateCondBr(exclusive_, plain, atomic);
+    b_.SetInsertPoint(plain);
+    Value* a = emit_lane_increment(p, false);
+    b_.CreateBr(cont);
+    b_.SetInsertPoint(atomic);
+    Value* c = emit_lane_increment(p, true);
+    b_.CreateBr(cont);
+    b_.SetInsertPoint(cont);
+    llvm::PHINode* phi = b_.CreatePHI(i32, 3);
+    phi->addIncoming(b_.getInt32(0), from);
+    phi->addIncoming(a, plain);
+    phi->addIncoming(c, atomic);
+    return phi;
+  }
+  // The old values collect in a stack slot that starts at 0 for every lane.
+  Value* zero = llvm::Constant::getNullValue(val_ty(ScalarType::UInt32));
+  Value* out_slot = spill(zero);
+  Value* bits = b_.CreateZExt(b_.CreateBitCast(ok, b_.getIntNTy(w_)), i32);
+  auto* loop = new_block("scatter_inc_lanes");
+  auto* plain = new_block("scatter_inc_plain");
+  auto* atomic = new_block("scatter_inc_atomic");
+  auto* next_lane = new_block("scatter_inc_next");
+  auto* collect = new_block("scatter_inc_collect");
+  b_.CreateCondBr(b_.CreateICmpNE(bits, b_.getInt32(0)), loop, collect);
+  b_.SetInsertPoint(loop);
+  Value* idx_slot = spill(idx);
+  auto* lanes = new_block("scatter_inc_lane");
+  b_.CreateBr(lanes);
+  b_.SetInsertPoint(lanes);
+  llvm::PHINode* rest = b_.CreatePHI(i32, 2);
+  rest->addIncoming(bits, loop);
+  Value* lane = b_.CreateIntrinsic(Intr::cttz, {i32}, {rest, b_.getTrue()});
+  Value* i = b_.CreateAlignedLoad(b_.getInt64Ty(), b_.CreateGEP(b_.getInt64Ty(), idx_slot, lane),
+                                  llvm::Align(8));
+  Value* p = b_.CreateGEP(i32, base, i);
+  b_.CreateCondBr(exclusive_, plain, atomic);
+  b_.SetInsertPoint(plain);
+  Value* a = emit_lane_increment(p, false);
+  b_.CreateBr(next_lane);
+  b_.SetInsertPoint(atomic);
+  Value* c = emit_lane_increment(p, true);
+  b_.CreateBr(next_lane);
+  b_.SetInsertPoint(next_lane);
+  llvm::PHINode* old = b_.CreatePHI(i32, 2);
+  old->addIncoming(a, plain);
+  old->addIncoming(c, atomic);
+  b_.CreateAlignedStore(old, b_.CreateGEP(i32, out_slot, lane), llvm::Align(4));
+  Value* next = b_.CreateAnd(rest, b_.CreateSub(rest, b_.getInt32(1)));
+  rest->addIncoming(next, next_lane);
+  b_.CreateCondBr(b_.CreateICmpNE(next, b_.getInt32(0)), lanes, collect);
+  b_.SetInsertPoint(collect);
+  b_.CreateBr(cont);
+  b_.SetInsertPoint(cont);
+  return b_.CreateAlignedLoad(zero->getType(), out_slot, llvm::Align(64));
 }
 
 // Debug range check: word 1 of the report buffer receives the index of an offending lane

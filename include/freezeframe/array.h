@@ -358,7 +358,7 @@ template <class T, class V, class I>
 requires(std::is_integral_v<I> && !std::is_same_v<I, bool>) void scatter(
     Array<T>& target, const V& value, const Array<I>& index, const Bool& mask = Bool(true)) {
   Array<T> v = detail::as_array<T>(value);
-  detail::var_scatter(target.id_ptr(), v.id(), index.id(), mask.id(), false);
+  detail::var_scatter(target.id_ptr(), v.id(), index.id(), mask.id(), false, ReduceOp::Add);
 }
 
 /// target[index] += value (atomically) where mask is true and the index is in range.
@@ -369,7 +369,36 @@ requires(std::is_integral_v<I> && !std::is_same_v<I, bool> &&
                                                     const Array<I>& index,
                                                     const Bool& mask = Bool(true)) {
   Array<T> v = detail::as_array<T>(value);
-  detail::var_scatter(target.id_ptr(), v.id(), index.id(), mask.id(), true);
+  detail::var_scatter(target.id_ptr(), v.id(), index.id(), mask.id(), true, ReduceOp::Add);
+}
+
+/// target[index] = op(target[index], value), atomically, where mask is true and the index is
+/// in range (other lanes write nothing); updates `target` in place (copy-on-write, as
+/// scatter). Add and Mul wrap for integers; Min and Max compare by signedness, and for floats
+/// ignore NaN values and count -0 below +0 (the result is the same in any order of lanes); And
+/// and Or are for integers (on floats they do not compile). Float Add and Mul round in the
+/// order the lanes happen to run.
+template <class T, class V, class I>
+
+requires(std::is_integral_v<I> && !std::is_same_v<I, bool> &&
+         !std::is_same_v<T, bool>) void scatter_reduce(std::type_identity_t<ReduceOpFor<T>> op,
+                                                       Array<T>& target, const V& value,
+                                                       const Array<I>& index,
+                                                       const Bool& mask = Bool(true)) {
+  Array<T> v = detail::as_array<T>(value);
+  detail::var_scatter(target.id_ptr(), v.id(), index.id(), mask.id(), true, op.op);
+}
+
+/// counter[index] += 1 for each lane where mask is true and the index is in range, atomically;
+/// returns each lane's old value of its element (slots in a queue: the lanes that increment
+/// one element get distinct values, a permutation of its old value .. old value + k - 1).
+/// Masked and out-of-range lanes increment nothing and get 0. The CPU hands the values out in
+/// lane order; a GPU in the order its threads arrive.
+template <class I>
+
+requires(std::is_integral_v<I> && !std::is_same_v<I, bool>) UInt32
+    scatter_inc(UInt32& counter, const Array<I>& index, const Bool& mask = Bool(true)) {
+  return UInt32::steal(detail::var_scatter_inc(counter.id_ptr(), index.id(), mask.id()));
 }
 
 /// Reductions to a size-1 array.

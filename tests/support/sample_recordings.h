@@ -59,6 +59,22 @@ inline std::vector<std::pair<std::string, ff::Recording>> sample_recordings() {
                      UInt32 c = ff::popcnt(i) + ff::clz(i) + ff::ctz(i);
                      return std::vector<AnyArray>{a, b, c};
                    }));
+  out.emplace_back("scatter_kinds", ff::record({x, i}, [&] {  // every scatter-reduction kind
+                     UInt32 bin = i % 3u;
+                     Float lo = ff::full<Float>(100.f, 3), hi = ff::zeros<Float>(3);
+                     Float prod = ff::full<Float>(1.f, 3);
+                     ff::scatter_reduce(ff::ReduceOp::Min, lo, x, bin);
+                     ff::scatter_reduce(ff::ReduceOp::Max, hi, x, bin);
+                     ff::scatter_reduce(ff::ReduceOp::Mul, prod, x, bin);
+                     UInt32 bits = ff::zeros<UInt32>(3), all = ff::full<UInt32>(~0u, 3);
+                     ff::scatter_reduce(ff::ReduceOp::Or, bits, i + 1u, bin);
+                     ff::scatter_reduce(ff::ReduceOp::And, all, i + 1u, bin);
+                     UInt32 counter = ff::zeros<UInt32>(1);
+                     UInt32 slot = ff::scatter_inc(counter, UInt32(0u), x > 3.f);
+                     Float queue = ff::zeros<Float>(ff::width(x));
+                     ff::scatter(queue, x, slot, x > 3.f);
+                     return std::vector<AnyArray>{lo, hi, prod, bits, all, counter, queue};
+                   }));
   return out;
 }
 

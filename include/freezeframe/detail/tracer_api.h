@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <span>
 
+#include "freezeframe/reduce_op.h"
 #include "freezeframe/scalar_type.h"
 #include "freezeframe/size.h"
 
@@ -85,8 +86,12 @@ Handle var_ternary(Op op, Handle a, Handle b, Handle c);
 Handle var_cast(ScalarType t, Handle a);
 Handle var_bitcast(ScalarType t, Handle a);
 Handle var_gather(ScalarType t, Handle source, Handle index, Handle mask);
-/// Schedules a scatter into *target (which may be replaced by a copy: copy-on-write).
-void var_scatter(Handle* target, Handle value, Handle index, Handle mask, bool add);
+/// Schedules a scatter into *target (which may be replaced by a copy: copy-on-write): a plain
+/// write, or with `reduce` target[index] = target[index] op value.
+void var_scatter(Handle* target, Handle value, Handle index, Handle mask, bool reduce, ReduceOp op);
+/// Schedules counter[index] += 1 per active lane (copy-on-write as var_scatter); returns the
+/// variable of the old values.
+Handle var_scatter_inc(Handle* counter, Handle index, Handle mask);
 Handle var_reduce(Reduction op, Handle a);
 Handle var_mean(Handle a);
 Handle var_prefix_sum(Handle a, bool exclusive);
