@@ -12,6 +12,7 @@
 #include <limits>
 #include <random>
 #include <sstream>
+#include <tuple>
 #include <type_traits>
 
 #include "backend/cuda/ptx_builtins.h"
@@ -162,19 +163,53 @@ TEST_CASE("a kernel with more parameters than a launch can pass is refused", "[c
 }
 
 #ifdef FF_HAVE_LLVM_BACKEND
+namespace {
+
+// The scatter kinds the LLVM backend of this branch does not emit yet (written beside the PTX
+// ones): their corpus kernels are held to their host model instead, and to the LLVM backend
+// only where it already agrees. Remove an opcode here once the LLVM backend emits it.
+bool llvm_pending(const KernelIR& ir) {
+  for (const IrInstr& in : ir.instrs)
+    if (in.op == IrOp::ScatterMul || in.op == IrOp::ScatterMin || in.op == IrOp::ScatterMax ||
+        in.op == IrOp::ScatterAnd || in.op == IrOp::ScatterOr || in.op == IrOp::ScatterInc)
+      return true;
+  return false;
+}
+
+}  // namespace
+
 TEST_CASE("generated PTX computes what the LLVM backend computes, for every corpus kernel",
           "[cuda_codegen][semantics]") {
   auto llvm = create_llvm_backend(BackendOptions{1});
-  size_t n_cases = 0;
+  size_t n_cases = 0, n_pending = 0;
+  std::string pending;
   for (const auto& c : ffcuda::ir_corpus()) {
     INFO(c.name);
-    ffcuda::Buffers want = ffcuda::run_on_backend(*llvm, c);
     ffcuda::Buffers got = ffcuda::run_on_interpreter(c);
+    ++n_cases;
+    if (llvm_pending(c.ir)) {
+      REQUIRE_FALSE(c.expect.empty());
+      CHECK(ffcuda::compare(c, got, c.expect, 0) == "");
+      std::string diff;
+      try {
+        diff = ffcuda::compare(c, got, ffcuda::run_on_backend(*llvm, c), 0);
+      } catch (const Error& e) {
+        diff = e.what();
+      }
+      if (!diff.empty() && n_pending++ == 0)
+        pending = diff;
+      continue;
+    }
+    ffcuda::Buffers want = ffcuda::run_on_backend(*llvm, c);
     // exp/log/sin/cos: libm (and libmvec, within 4 ulp of it) vs our routines (within 2 ulp).
     CHECK(ffcuda::compare(c, got, want, 8.0) == "");
-    ++n_cases;
   }
   CHECK(n_cases > 300);
+  if (n_pending)
+    // Not "skipped: " (CTest would call the whole test skipped, failures included).
+    WARN("LLVM backend pending: it does not agree yet on "
+         << n_pending << " scatter-reduction / scatter_inc kernels (held to their host model "
+         << "instead); first: " << pending);
 }
 #endif
 
@@ -191,6 +226,378 @@ TEST_CASE("unrolled, plain and any grid size give the same results", "[cuda_code
     // More threads than elements.
     CHECK(ffcuda::compare(c, ffcuda::run_on_interpreter(c, {}, 5, 256), ref, 0) == "");
   }
+}
+
+TEST_CASE("scatter-reduction and scatter_inc corpus kernels give their host model's result",
+          "[cuda_codegen][semantics][scatter]") {
+  size_t n = 0;
+  for (const auto& c : ffcuda::ir_corpus()) {
+    if (c.expect.empty())
+      continue;
+    INFO(c.name);
+    PtxOptions plain;
+    plain.unroll = 1;
+    CHECK(ffcuda::compare(c, ffcuda::run_on_interpreter(c), c.expect, 0) == "");
+    // Threads switching every few instructions: the compare-and-swap loops retry.
+    CHECK(ffcuda::compare(c, ffcuda::run_on_interpreter(c, {}, 2, 64, 1), c.expect, 0) == "");
+    CHECK(ffcuda::compare(c, ffcuda::run_on_interpreter(c, plain, 1, 96, 3), c.expect, 0) == "");
+    ++n;
+  }
+  // mul, min, max on 6 types, and, or on 4, scatter_inc: 2 index types, with and without a
+  // range report.
+  CHECK(n == (3 * 6 + 2 * 4 + 1) * 4);
+}
+
+namespace {
+
+// One scatter of kind `op` into `buf` (T elements): buf[idx[i]] = combine(buf[idx[i]], val[i])
+// where mask[i] and idx[i] < buf.size(), as a corpus case (so it runs on the interpreter).
+template <class T>
+ffcuda::CorpusCase scatter_kernel(IrOp op, const std::vector<T>& buf,
+                                  const std::vector<uint32_t>& idx,
+                                  const std::vector<uint8_t>& mask, const std::vector<T>& val) {
+  auto bytes = [](const auto& v) {
+    std::vector<uint8_t> b(v.size() * sizeof(v[0]));
+    std::memcpy(b.data(), v.data(), b.size());
+    return b;
+  };
+  const ScalarType t = scalar_type_of<T>;
+  ffcuda::CorpusCase c;
+  c.name = std::string(to_string(op)) + "." + to_string(t);
+  c.size = idx.size();
+  c.ir.params = {{ParamKind::BufferInOut, t},
+                 {ParamKind::BufferIn, ScalarType::UInt32},
+                 {ParamKind::BufferIn, ScalarType::Bool},
+                 {ParamKind::BufferIn, t},
+                 {ParamKind::Scalar, ScalarType::UInt64}};
+  c.init = {bytes(buf), bytes(idx), bytes(mask), bytes(val), {}};
+  c.scalar = {0, 0, 0, 0, buf.size()};
+  uint32_t i = c.ir.emit(IrOp::Load, ScalarType::UInt32, {1});
+  uint32_t m = c.ir.emit(IrOp::Load, ScalarType::Bool, {2});
+  uint32_t v = c.ir.emit(IrOp::Load, t, {3});
+  c.ir.emit(op, t, {0, i, m, v, 4});
+  c.ir.validate();
+  c.ir.finalize();
+  return c;
+}
+
+template <class T>
+std::vector<T> elements(const ffcuda::Buffers& b) {
+  std::vector<T> v(b[0].size() / sizeof(T));
+  std::memcpy(v.data(), b[0].data(), b[0].size());
+  return v;
+}
+
+// The scalar reference of combine(old, v) (docs/kernel-ir.md).
+template <class T>
+T combine_ref(IrOp op, T old, T v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (op == IrOp::ScatterMul)
+      return old * v;
+    // The value wins iff it is not NaN and the element is NaN, or the value is below (Max:
+    // above) it, or they are equal with the value -0 and the element +0 (Max: the reverse).
+    bool max = op == IrOp::ScatterMax;
+    bool wins = !std::isnan(v) && (std::isnan(old) || (max ? v > old : v < old) ||
+                                   (v == old && (max ? !std::signbit(v) && std::signbit(old)
+                                                     : std::signbit(v) && !std::signbit(old))));
+    return wins ? v : old;
+  } else {
+    switch (op) {
+      case IrOp::ScatterMul:
+        return wrap_mul(old, v);
+      case IrOp::ScatterMin:
+        return v < old ? v : old;
+      case IrOp::ScatterMax:
+        return v > old ? v : old;
+      case IrOp::ScatterAnd:
+        return old & v;
+      default:
+        return old | v;
+    }
+  }
+}
+
+// Whether a and b are the same bits (Mul: or both NaN, whose payload the IR leaves open).
+template <class T>
+bool same(IrOp op, T a, T b) {
+  if constexpr (std::is_floating_point_v<T>)
+    if (op == IrOp::ScatterMul && std::isnan(a) && std::isnan(b))
+      return true;
+  return std::memcmp(&a, &b, sizeof(T)) == 0;
+}
+
+// Runs the kernel in several schedules (grids, unrolling, threads switching every 1 or 3
+// instructions) and checks each result against `want` bit for bit.
+template <class T>
+void check_schedules(IrOp op, const ffcuda::CorpusCase& c, const std::vector<T>& want) {
+  PtxOptions plain, wide;
+  plain.unroll = 1;
+  wide.unroll = 8;
+
+  struct Run {
+    PtxOptions o;
+    unsigned grid, block, quantum;
+  };
+
+  for (const Run& r :
+       {Run{{}, 3, 64, 0}, Run{plain, 1, 32, 1}, Run{wide, 2, 96, 3}, Run{{}, 5, 256, 1}}) {
+    std::vector<T> got =
+        elements<T>(ffcuda::run_on_interpreter(c, r.o, r.grid, r.block, r.quantum));
+    INFO(c.name << ": grid " << r.grid << " x " << r.block << ", unroll " << r.o.unroll
+                << ", quantum " << r.quantum);
+    REQUIRE(got.size() == want.size());
+    size_t bad = 0;
+    for (size_t k = 0; k < want.size(); ++k)
+      if (!same(op, got[k], want[k]) && bad++ < 3)
+        UNSCOPED_INFO("element " << k << ": got " << got[k] << ", want " << want[k]);
+    CHECK(bad == 0);
+  }
+}
+
+// Values for the reference runs: random bits (integers; two set or two clear bits for Or and
+// And), powers of two with zeros, infinities and NaN (float Mul: exact in any order), or a mix
+// of NaN of both signs and several payloads, +-0, +-inf, subnormals, duplicates and random
+// values (float Min/Max).
+template <class T>
+T scatter_value(IrOp op, std::mt19937_64& g) {
+  if constexpr (std::is_floating_point_v<T>) {
+    using L = std::numeric_limits<T>;
+    using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+    if (op == IrOp::ScatterMul) {
+      const T pow2[] = {1, -1, 2, -2, T(0.5), T(-0.5), 4, T(-0.25)};
+      const T special[] = {T(0), T(-0.0), L::infinity(), -L::infinity(), L::quiet_NaN()};
+      return g() % 50 == 0 ? special[g() % 5] : pow2[g() % 8];
+    }
+    Bits nan_bits = std::bit_cast<Bits>(L::quiet_NaN()) | static_cast<Bits>(g() % 1000);
+    const T pool[] = {T(0),
+                      T(-0.0),
+                      L::infinity(),
+                      -L::infinity(),
+                      std::bit_cast<T>(nan_bits),
+                      -std::bit_cast<T>(nan_bits),
+                      L::denorm_min(),
+                      -L::denorm_min(),
+                      T(1),
+                      T(-1),
+                      L::max(),
+                      L::lowest()};
+    if (g() % 3 == 0)
+      return static_cast<T>(std::uniform_real_distribution<double>(-4, 4)(g));
+    return pool[g() % std::size(pool)];
+  } else {
+    using U = std::make_unsigned_t<T>;
+    constexpr unsigned w = sizeof(T) * 8;
+    U two = static_cast<U>((U{1} << (g() % w)) | (U{1} << (g() % w)));
+    if (op == IrOp::ScatterOr)
+      return static_cast<T>(two);
+    if (op == IrOp::ScatterAnd)
+      return static_cast<T>(static_cast<U>(~two));
+    return static_cast<T>(g() % 4 == 0 ? g() % 7 : g());  // small values make ties
+  }
+}
+
+template <class T>
+void check_scatter_reductions() {
+  std::vector<IrOp> ops = {IrOp::ScatterMul, IrOp::ScatterMin, IrOp::ScatterMax};
+  if constexpr (std::is_integral_v<T>) {
+    ops.push_back(IrOp::ScatterAnd);
+    ops.push_back(IrOp::ScatterOr);
+  }
+  for (IrOp op : ops) {
+    std::mt19937_64 g(static_cast<uint64_t>(op) * 131 + sizeof(T) * 7 + std::is_signed_v<T>);
+    const size_t n = 777, slots = 13;
+    std::vector<T> buf(slots), val(n);
+    std::vector<uint32_t> idx(n);
+    std::vector<uint8_t> mask(n);
+    for (T& x : buf)
+      x = scatter_value<T>(op, g);
+    for (size_t i = 0; i < n; ++i) {
+      idx[i] = static_cast<uint32_t>(g() % (slots + 3));  // 13 .. 15: out of range
+      mask[i] = g() % 7 != 0;
+      val[i] = scatter_value<T>(op, g);
+    }
+    std::vector<T> want = buf;
+    for (size_t i = 0; i < n; ++i)
+      if (mask[i] && idx[i] < slots)
+        want[idx[i]] = combine_ref(op, want[idx[i]], val[i]);
+    check_schedules(op, scatter_kernel(op, buf, idx, mask, val), want);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("scatter_mul, min, max, and and or give a scalar loop's result, in any schedule",
+          "[cuda_codegen][semantics][scatter]") {
+  check_scatter_reductions<int32_t>();
+  check_scatter_reductions<uint32_t>();
+  check_scatter_reductions<int64_t>();
+  check_scatter_reductions<uint64_t>();
+  check_scatter_reductions<float>();
+  check_scatter_reductions<double>();
+}
+
+TEST_CASE("float scatter_min/max ignore NaN values, fill NaN elements and put -0 below +0",
+          "[cuda_codegen][semantics][scatter]") {
+  auto check = [&]<class T>() {
+    using L = std::numeric_limits<T>;
+    using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+    const T nan = std::bit_cast<T>(std::bit_cast<Bits>(L::quiet_NaN()) | Bits{0x123});
+    const T pz = T(0), nz = T(-0.0);
+    // Per element: its initial value and the values sent to it (lanes interleaved below).
+    struct Slot {
+      T init;
+      std::vector<T> vals;
+      T min, max;  // the results
+    };
+    const std::vector<Slot> slots = {
+        {pz, {nz}, nz, pz},                                  // -0 replaces +0 in Min only
+        {nz, {pz}, nz, pz},                                  // +0 replaces -0 in Max only
+        {pz, {nz, pz, nz}, nz, pz},                          // ties in any order
+        {nan, {L::quiet_NaN(), T(3), T(-2)}, T(-2), T(3)},   // a NaN element takes values
+        {nan, {-L::quiet_NaN(), L::quiet_NaN()}, nan, nan},  // keeps its bits with NaN values
+        {T(5), {L::quiet_NaN()}, T(5), T(5)},                // NaN values are ignored
+        {T(1), {L::infinity(), -L::infinity()}, -L::infinity(), L::infinity()},
+        {T(1), {L::denorm_min(), -L::denorm_min()}, -L::denorm_min(), T(1)},
+        {nan, {nz, pz}, nz, pz},  // the zeros' order does not matter
+        {nan, {pz, nz}, nz, pz},
+    };
+    for (IrOp op : {IrOp::ScatterMin, IrOp::ScatterMax}) {
+      std::vector<T> buf, val, want;
+      std::vector<uint32_t> idx;
+      std::vector<uint8_t> mask;
+      for (const Slot& s : slots) {
+        buf.push_back(s.init);
+        want.push_back(op == IrOp::ScatterMin ? s.min : s.max);
+      }
+      // Round r sends every slot its r-th value, and the extreme value through a masked lane
+      // and an out-of-range one (which must write nothing).
+      const T extreme = op == IrOp::ScatterMin ? -L::infinity() : L::infinity();
+      for (size_t r = 0; r < 3; ++r)
+        for (uint32_t k = 0; k < slots.size(); ++k) {
+          if (r >= slots[k].vals.size())
+            continue;
+          idx.push_back(k);
+          mask.push_back(1);
+          val.push_back(slots[k].vals[r]);
+          idx.push_back(k);
+          mask.push_back(0);
+          val.push_back(extreme);
+          idx.push_back(static_cast<uint32_t>(slots.size()) + k);
+          mask.push_back(1);
+          val.push_back(extreme);
+        }
+      check_schedules(op, scatter_kernel(op, buf, idx, mask, val), want);
+    }
+  };
+  check.operator()<float>();
+  check.operator()<double>();
+}
+
+TEST_CASE("scatter_inc gives each counter's lanes a permutation of its old values",
+          "[cuda_codegen][semantics][scatter]") {
+  // old = scatter_inc(counters, idx, mask); out[i] = old.
+  const ScalarType U32 = ScalarType::UInt32;
+  const size_t n = 1500, slots = 17;
+  std::mt19937_64 g(91);
+  std::vector<uint32_t> counters(slots), idx(n), out(n, 0xA5A5A5A5u);
+  std::vector<uint8_t> mask(n);
+  for (size_t k = 0; k < slots; ++k)
+    counters[k] = static_cast<uint32_t>(k * 1000);
+  for (size_t i = 0; i < n; ++i) {
+    idx[i] = static_cast<uint32_t>(g() % (slots + 4));
+    mask[i] = g() % 6 != 0;
+  }
+  auto bytes = [](const auto& v) {
+    std::vector<uint8_t> b(v.size() * sizeof(v[0]));
+    std::memcpy(b.data(), v.data(), b.size());
+    return b;
+  };
+  ffcuda::CorpusCase c;
+  c.name = "scatter_inc";
+  c.size = n;
+  c.ir.params = {{ParamKind::BufferInOut, U32},
+                 {ParamKind::BufferIn, U32},
+                 {ParamKind::BufferIn, ScalarType::Bool},
+                 {ParamKind::Scalar, ScalarType::UInt64},
+                 {ParamKind::BufferOut, U32}};
+  c.init = {bytes(counters), bytes(idx), bytes(mask), {}, bytes(out)};
+  c.scalar = {0, 0, 0, slots, 0};
+  uint32_t li = c.ir.emit(IrOp::Load, U32, {1});
+  uint32_t lm = c.ir.emit(IrOp::Load, ScalarType::Bool, {2});
+  uint32_t old = c.ir.emit(IrOp::ScatterInc, U32, {0, li, lm, 0, 3});
+  c.ir.emit(IrOp::Store, U32, {4, old});
+  c.ir.validate();
+  c.ir.finalize();
+
+  PtxOptions plain;
+  plain.unroll = 1;
+  for (auto [grid, block, quantum, o] :
+       {std::tuple{3u, 64u, 0u, PtxOptions{}}, std::tuple{2u, 96u, 1u, PtxOptions{}},
+        std::tuple{1u, 32u, 2u, plain}}) {
+    INFO("grid " << grid << " x " << block << ", quantum " << quantum);
+    ffcuda::Buffers b = ffcuda::run_on_interpreter(c, o, grid, block, quantum);
+    std::vector<uint32_t> end(slots), got(n);
+    std::memcpy(end.data(), b[0].data(), b[0].size());
+    std::memcpy(got.data(), b[4].data(), b[4].size());
+    std::vector<std::vector<uint32_t>> seen(slots);
+    size_t zeros = 0, not_written = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (mask[i] && idx[i] < slots) {
+        seen[idx[i]].push_back(got[i]);
+      } else {
+        ++not_written;
+        zeros += got[i] == 0;
+      }
+    }
+    CHECK(zeros == not_written);  // lanes that increment nothing get 0
+    for (size_t k = 0; k < slots; ++k) {
+      INFO("counter " << k);
+      std::vector<uint32_t> want(seen[k].size());
+      for (size_t j = 0; j < want.size(); ++j)
+        want[j] = static_cast<uint32_t>(k * 1000 + j);
+      std::sort(seen[k].begin(), seen[k].end());
+      CHECK(seen[k] == want);
+      CHECK(end[k] == k * 1000 + want.size());
+    }
+  }
+}
+
+TEST_CASE("the compare-and-swap loops retry when other threads change the element",
+          "[cuda_codegen][semantics][scatter]") {
+  // Every lane multiplies element 0 by 3 (Int32) and maxes element 1 with its index (Float32).
+  const size_t n = 300;
+  KernelIR ir;
+  ir.params = {{ParamKind::BufferInOut, ScalarType::Int32},
+               {ParamKind::BufferInOut, ScalarType::Float32},
+               {ParamKind::Scalar, ScalarType::UInt64}};
+  uint32_t zero = ir.emit(IrOp::Literal, ScalarType::UInt32, {}, 0);
+  uint32_t all = ir.emit(IrOp::Literal, ScalarType::Bool, {}, 1);
+  uint32_t three = ir.emit(IrOp::Literal, ScalarType::Int32, {}, 3);
+  uint32_t x = ir.emit(IrOp::Index, ScalarType::Float32);
+  ir.emit(IrOp::ScatterMul, ScalarType::Int32, {0, zero, all, three, 2});
+  ir.emit(IrOp::ScatterMax, ScalarType::Float32, {1, zero, all, x, 2});
+  ir.finalize();
+  PtxModule m(emit_ptx_kernel(ir, "k"));
+  int32_t product = 1;
+  float max = -1;
+  m.allow(&product, sizeof product);
+  m.allow(&max, sizeof max);
+  uint64_t params[] = {n, reinterpret_cast<uint64_t>(&product), reinterpret_cast<uint64_t>(&max),
+                       1};
+  m.launch("k", 2, 64, params);
+  uint64_t alone = m.executed();
+  int32_t want = 1;
+  for (size_t i = 0; i < n; ++i)
+    want = wrap_mul(want, int32_t{3});
+  CHECK(product == want);
+  CHECK(max == float(n - 1));
+  product = 1;
+  max = -1;
+  m.set_quantum(1);
+  m.launch("k", 2, 64, params);
+  CHECK(product == want);
+  CHECK(max == float(n - 1));
+  CHECK(m.executed() - alone > alone + alone / 4);  // the retries
 }
 
 // ---------------------------------------------------------------------------------------
@@ -677,11 +1084,19 @@ LOOP:
   CHECK(words[5] == 63);
   CHECK((words[6] >= 0 && words[6] < 64));  // the last exchange's value
   CHECK(words[7] == 164);                   // 100 + one increment per thread
-  // red has no exch or cas.
-  CHECK_THROWS_AS(PtxModule(".version 6.4\n.target sm_75\n.address_size 64\n.visible .entry "
-                            "k()\n{\n\t.reg .b32 %r<2>;\n\t.reg .b64 %rd<2>;\n\tred.global."
-                            "exch.b32 [%rd0], %r0;\n\tret;\n}\n"),
-                  ffcuda::PtxError);
+  // red has no exch or cas, and the forms ptxas refuses are refused here too.
+  for (const char* form : {"red.global.exch.b32 [%rd0], %r0", "red.global.and.u32 [%rd0], %r0",
+                           "red.global.min.b32 [%rd0], %r0", "red.global.add.s64 [%rd0], %rd1",
+                           "red.global.min.f32 [%rd0], %r0",
+                           "atom.global.cas.u32 %r0, [%rd0], "
+                           "%r1, %r1",
+                           "atom.global.add.u32 [%rd0], %r0"}) {
+    INFO(form);
+    CHECK_THROWS_AS(PtxModule(".version 6.4\n.target sm_75\n.address_size 64\n.visible .entry "
+                              "k()\n{\n\t.reg .b32 %r<2>;\n\t.reg .b64 %rd<2>;\n\t" +
+                              std::string(form) + ";\n\tret;\n}\n"),
+                    ffcuda::PtxError);
+  }
 }
 
 TEST_CASE("round and trunc are exact, halfway cases of round away from zero",

@@ -163,8 +163,8 @@ bool comparison(IrOp op) {
 /// literal or carries a range report).
 KernelIR kernel_for(const Expect& e, uint32_t filler, bool report) {
   const ScalarType t = e.op == IrOp::ScatterInc ? ScalarType::UInt32
-                       : integer_only(e.op)      ? ScalarType::Int32
-                                                 : ScalarType::Float32;
+                       : integer_only(e.op)     ? ScalarType::Int32
+                                                : ScalarType::Float32;
   KernelIR ir;
   ir.params = {{ParamKind::BufferIn, t},    {ParamKind::BufferOut, t},
                {ParamKind::BufferInOut, t}, {ParamKind::Scalar, ScalarType::UInt64},

@@ -17,7 +17,7 @@ cd "$src"
 # file  allowed  why
 allow="
 backend/llvm/llvm_codegen.cpp 13 emitting: hoisted uniforms, emit_instr's switch, gather/scatter range reports, the atomic add
-backend/cuda/ptx_codegen.cpp 12 emitting: hoisted uniforms, emit_instr's switch, gather/scatter range reports, scatter vs atomic add
+backend/cuda/ptx_codegen.cpp 11 emitting: hoisted uniforms, emit_instr's switch, gather/scatter range reports
 tracer/eval.cpp 3 emitting the IR of the tracer's gather variables, with their range report
 "
 

@@ -5,12 +5,13 @@
 // remainder. Uniform values (literals, scalars, broadcast loads) are computed once per thread
 // before the loop. The semantics of every opcode follow docs/kernel-ir.md exactly; where PTX's
 // own instruction differs (neg/abs of NaN, integer division by zero, shifts past the width) the
-// code below says how it is made to agree.
+// code below says how it is made to agree. The scatter kinds' atomics are in ptx_scatter.cpp.
 #include "backend/cuda/ptx_codegen.h"
 
 #include <vector>
 
 #include "backend/cuda/ptx_math.h"
+#include "backend/cuda/ptx_scatter.h"
 #include "backend/ir/ir_analysis.h"
 #include "freezeframe/errors.h"
 
@@ -137,7 +138,13 @@ class KernelEmitter {
   void emit_body(const std::vector<std::string>& idx);
   std::string emit_instr(const IrInstr& in, const std::string& i, unsigned u);
   std::string emit_gather(const IrInstr& in, unsigned u);
-  void emit_scatter(const IrInstr& in, unsigned u);
+
+  struct ScatterTarget {
+    std::string addr;  // u64 global address of the element
+    std::string ok;    // predicate: this lane writes
+  };
+
+  ScatterTarget scatter_target(const IrInstr& in, unsigned u);
   void emit_range_report(const IrInstr& in, const std::string& idx, const std::string& in_range,
                          const std::string& mask);
   std::string emit_unary(const IrInstr& in, unsigned u);
@@ -407,18 +414,25 @@ std::string KernelEmitter::emit_instr(const IrInstr& in, const std::string& i, u
       return {};
     case IrOp::Gather:
       return emit_gather(in, u);
-    case IrOp::Scatter:
-    case IrOp::ScatterAdd:
-      emit_scatter(in, u);
+    case IrOp::Scatter: {
+      ScatterTarget to = scatter_target(in, u);
+      store(t, to.addr, val(in.d, u), to.ok);
       return {};
+    }
+    case IrOp::ScatterAdd:
     case IrOp::ScatterMul:
     case IrOp::ScatterMin:
     case IrOp::ScatterMax:
     case IrOp::ScatterAnd:
-    case IrOp::ScatterOr:
-    case IrOp::ScatterInc:
-      throw BackendError("cuda backend: kernel " + ir_.hash.to_hex() + " uses " +
-                         to_string(in.op) + ", which the PTX generator does not emit yet");
+    case IrOp::ScatterOr: {
+      ScatterTarget to = scatter_target(in, u);
+      emit_scatter_update(w_, in.op, t, to.ok, to.addr, val(in.d, u));
+      return {};
+    }
+    case IrOp::ScatterInc: {
+      ScatterTarget to = scatter_target(in, u);
+      return emit_scatter_inc(w_, to.ok, to.addr);
+    }
     case IrOp::Neg:
     case IrOp::Not:
     case IrOp::Abs:
@@ -505,22 +519,16 @@ std::string KernelEmitter::emit_gather(const IrInstr& in, unsigned u) {
   return load(t, address(in.a, idx, t), ok);
 }
 
-void KernelEmitter::emit_scatter(const IrInstr& in, unsigned u) {
-  ScalarType t = in.type;
+// Every scatter kind: the element's address, and the lanes that write it (mask and index in
+// range; masked-in lanes out of range report under FF_DEBUG).
+KernelEmitter::ScatterTarget KernelEmitter::scatter_target(const IrInstr& in, unsigned u) {
   std::string idx = widen_index(in.b, u);
   std::string in_range = pred(), ok = pred();
   w_.op("setp.lt.u64 {}, {}, {}", in_range, idx, raw_[in.e]);
   if (in.flags & kIrFlagReportRange)
     emit_range_report(in, idx, in_range, val(in.c, u));
   w_.op("and.pred {}, {}, {}", ok, in_range, val(in.c, u));
-  std::string addr = address(in.a, idx, t);
-  if (in.op == IrOp::Scatter) {
-    store(t, addr, val(in.d, u), ok);
-    return;
-  }
-  // Atomic add without a result (red); signed integers wrap like unsigned ones.
-  const char* type = is_float(t) ? arith(t) : size_of(t) == 8 ? "u64" : "u32";
-  w_.op("@{} red.global.add.{} [{}], {}", ok, type, addr, val(in.d, u));
+  return {address(in.a, idx, in.type), ok};
 }
 
 // FF_DEBUG: word 1 of the report buffer receives an offending index, then word 0 becomes 1.

@@ -33,19 +33,19 @@ const char* to_string(ScalarType t) {
 
 const char* to_string(IrOp op) {
   static const char* const names[kNumIrOps] = {
-      "index",   "literal", "scalar",  "load",        "load_broadcast",
-      "gather",  "store",   "scatter", "scatter_add", "neg",
-      "not",     "abs",     "sqrt",    "exp",         "log",
-      "sin",     "cos",     "floor",   "ceil",        "cast",
-      "bitcast", "add",     "sub",     "mul",         "div",
-      "mod",     "min",     "max",     "and",         "or",
-      "xor",     "shl",     "shr",     "eq",          "ne",
-      "lt",      "le",      "gt",      "ge",          "fma",
-      "select",  "tan",     "asin",    "acos",        "atan",
-      "sinh",    "cosh",    "tanh",    "asinh",       "acosh",
-      "atanh",   "exp2",    "log2",    "erf",         "cbrt",
-      "round",   "trunc",   "popcnt",  "clz",         "ctz",
-      "atan2",   "pow",     "copysign", "scatter_mul", "scatter_min",
+      "index",       "literal",     "scalar",     "load",        "load_broadcast",
+      "gather",      "store",       "scatter",    "scatter_add", "neg",
+      "not",         "abs",         "sqrt",       "exp",         "log",
+      "sin",         "cos",         "floor",      "ceil",        "cast",
+      "bitcast",     "add",         "sub",        "mul",         "div",
+      "mod",         "min",         "max",        "and",         "or",
+      "xor",         "shl",         "shr",        "eq",          "ne",
+      "lt",          "le",          "gt",         "ge",          "fma",
+      "select",      "tan",         "asin",       "acos",        "atan",
+      "sinh",        "cosh",        "tanh",       "asinh",       "acosh",
+      "atanh",       "exp2",        "log2",       "erf",         "cbrt",
+      "round",       "trunc",       "popcnt",     "clz",         "ctz",
+      "atan2",       "pow",         "copysign",   "scatter_mul", "scatter_min",
       "scatter_max", "scatter_and", "scatter_or", "scatter_inc"};
   auto i = static_cast<unsigned>(op);
   return i < kNumIrOps ? names[i] : "invalid-op";

@@ -556,6 +556,239 @@ void scatter_cases(std::vector<CorpusCase>& out) {
       }
 }
 
+// ---------------------------------------------------------------------------------------
+// Scatter-reductions and scatter_inc, with a host model of each case's result.
+
+// An index of type it widened to 64 bits as the kernels do (signed types sign-extend).
+uint64_t widen(ScalarType it, uint64_t bits) {
+  if (size_of(it) == 8)
+    return bits;
+  return is_signed_int(it) ? static_cast<uint64_t>(int64_t{static_cast<int32_t>(bits)}) : bits;
+}
+
+// Float Min/Max (docs/kernel-ir.md): the value replaces the element iff it is not NaN and the
+// element is NaN, or it is below (Max: above) the element, or they are equal and it is -0 over
+// +0 (Max: +0 over -0).
+template <class F>
+bool float_takes(bool max, F old, F v) {
+  if (std::isnan(v))
+    return false;
+  if (std::isnan(old) || (max ? v > old : v < old))
+    return true;
+  return v == old && std::signbit(v) != std::signbit(old) && std::signbit(v) != max;
+}
+
+// combine(old, v) of a scatter-reduction on bit patterns of t.
+uint64_t combine(IrOp op, ScalarType t, uint64_t old, uint64_t v) {
+  const bool wide = size_of(t) == 8, max = op == IrOp::ScatterMax;
+  const uint64_t m = wide ? ~0ULL : 0xFFFFFFFFULL;
+  if (t == ScalarType::Float32) {
+    float a = std::bit_cast<float>(static_cast<uint32_t>(old));
+    float b = std::bit_cast<float>(static_cast<uint32_t>(v));
+    if (op == IrOp::ScatterMul)
+      return fbits(a * b);
+    return float_takes(max, a, b) ? v : old;
+  }
+  if (t == ScalarType::Float64) {
+    double a = std::bit_cast<double>(old), b = std::bit_cast<double>(v);
+    if (op == IrOp::ScatterMul)
+      return dbits(a * b);
+    return float_takes(max, a, b) ? v : old;
+  }
+  switch (op) {
+    case IrOp::ScatterMul:
+      return (old * v) & m;
+    case IrOp::ScatterAnd:
+      return old & v;
+    case IrOp::ScatterOr:
+      return old | v;
+    default: {
+      bool less = is_signed_int(t)
+                      ? static_cast<int64_t>(widen(t, v)) < static_cast<int64_t>(widen(t, old))
+                      : v < old;
+      bool greater = v != old && !less;
+      return (max ? greater : less) ? v : old;
+    }
+  }
+}
+
+// Values of type t for scatter `op`: products of powers of two (exact in any order: at most
+// ~20 factors of 2^-2 .. 2^2 per element) with zeros, infinities and NaN among them for float
+// Mul; few clear (And) or set (Or) bits, so the result keeps some; the edge values, then random
+// ones, for the others.
+std::vector<uint64_t> scatter_values(IrOp op, ScalarType t, size_t n, uint64_t seed) {
+  const bool pow2 = op == IrOp::ScatterMul && is_float(t);
+  if (!pow2 && op != IrOp::ScatterAnd && op != IrOp::ScatterOr)
+    return values(t, n, 0, seed);
+  std::mt19937_64 g(seed);
+  std::vector<uint64_t> v(n);
+  const unsigned w = static_cast<unsigned>(size_of(t) * 8);
+  const double factors[] = {1, -1, 2, -2, 0.5, -0.5, 4, -0.25};
+  const double special[] = {0.0, -0.0, std::numeric_limits<double>::infinity(),
+                            -std::numeric_limits<double>::infinity(),
+                            std::numeric_limits<double>::quiet_NaN()};
+  for (size_t i = 0; i < n; ++i) {
+    if (pow2) {
+      v[i] = from_double(t, i % 97 == 5 ? special[(i / 97) % 5] : factors[g() % 8]);
+    } else {
+      uint64_t bits = (uint64_t{1} << (g() % w)) | (uint64_t{1} << (g() % w));
+      v[i] = op == IrOp::ScatterOr ? bits : ~bits & (w == 64 ? ~0ULL : 0xFFFFFFFFULL);
+    }
+  }
+  return v;
+}
+
+// Indices with collisions (~13 lanes per element), some out of range (bound .. bound + 9) or
+// negative (Int64); for a range report, all in range but one masked-in offender.
+void collision_indices(ScalarType it, uint64_t bound, bool report, std::vector<uint64_t>& idx,
+                       std::vector<uint64_t>& mask) {
+  idx.assign(kN, 0);
+  mask.assign(kN, 0);
+  for (size_t i = 0; i < kN; ++i) {
+    idx[i] = report ? i % bound : (i * 13) % (bound + 10);
+    if (!report && it == ScalarType::Int64 && i % 17 == 0)
+      idx[i] = static_cast<uint64_t>(-static_cast<int64_t>(i % 5 + 1));
+    mask[i] = i % 10 != 3;
+  }
+  if (report)
+    idx[kN / 4] = bound + 2;
+}
+
+// The host model of one scatter-reduction over the lanes in order: the final element values and
+// the range report's two words.
+std::vector<uint64_t> model_reduction(IrOp op, ScalarType t, ScalarType it, uint64_t bound,
+                                      std::vector<uint64_t> buf, const std::vector<uint64_t>& idx,
+                                      const std::vector<uint64_t>& mask,
+                                      const std::vector<uint64_t>& vals,
+                                      std::vector<uint64_t>& report) {
+  for (size_t i = 0; i < idx.size(); ++i) {
+    uint64_t k = widen(it, idx[i]);
+    if (!mask[i])
+      continue;
+    if (k >= bound)
+      report = {1, k};
+    else
+      buf[k] = combine(op, t, buf[k], vals[i]);
+  }
+  return buf;
+}
+
+void scatter_reduction_cases(std::vector<CorpusCase>& out) {
+  struct R {
+    IrOp op;
+    bool floats;
+  };
+
+  const R ops[] = {{IrOp::ScatterMul, true},
+                   {IrOp::ScatterMin, true},
+                   {IrOp::ScatterMax, true},
+                   {IrOp::ScatterAnd, false},
+                   {IrOp::ScatterOr, false}};
+  for (const R& r : ops)
+    for (ScalarType t : kNumeric)
+      for (ScalarType it : {ScalarType::UInt32, ScalarType::Int64})
+        for (bool report : {false, true}) {
+          if (is_float(t) && !r.floats)
+            continue;
+          Builder b(std::string(to_string(r.op)) + (report ? "_report." : ".") + tn(t) + "[" +
+                    tn(it) + "]");
+          const uint64_t bound = 60, cap = 64;
+          std::vector<uint64_t> idx, mask;
+          collision_indices(it, bound, report, idx, mask);
+          uint64_t seed = 40 + static_cast<uint64_t>(r.op) * 8 + static_cast<uint64_t>(t);
+          std::vector<uint64_t> vals = scatter_values(r.op, t, kN, seed);
+          // Every edge value (NaN, -0 and +0 included) is some element's initial value.
+          std::vector<uint64_t> init = scatter_values(r.op, t, cap, seed + 1);
+          if (r.op == IrOp::ScatterMin || r.op == IrOp::ScatterMax) {
+            std::vector<uint64_t> e = edge_values(t);
+            for (size_t i = 0; i < cap; ++i)
+              init[i] = e[(i * 5) % e.size()];
+          }
+          uint32_t pd = b.inout(t, init);
+          uint32_t pi = b.in(it, idx);
+          uint32_t pm = b.in(ScalarType::Bool, mask);
+          uint32_t pv = b.in(t, vals);
+          uint32_t pn = b.scalar(ScalarType::UInt64, bound);
+          uint32_t pr = b.inout(ScalarType::UInt64, {0, 0});
+          uint32_t li = b.load(pi), lm = b.load(pm), lv = b.load(pv);
+          b.emit(r.op, t, {pd, li, lm, lv, pn}, report ? pr : 0, report ? kIrFlagReportRange : 0);
+          std::vector<uint64_t> words = {0, 0};
+          b.c.expect = b.c.init;
+          b.c.expect[pd] =
+              pack(t, model_reduction(r.op, t, it, bound, init, idx, mask, vals, words));
+          if (report)
+            b.c.expect[pr] = pack(ScalarType::UInt64, words);
+          out.push_back(b.finish());
+        }
+}
+
+// scatter_inc's value used by later instructions, in ways that do not depend on the order of
+// the lanes: per counter, the sum of the values its lanes get and a bit per value (each a
+// permutation of init .. init + k - 1), a histogram of every lane's value (masked and
+// out-of-range lanes get 0), and per lane 7 where it incremented, else its value (0).
+void scatter_inc_cases(std::vector<CorpusCase>& out) {
+  const ScalarType U32 = ScalarType::UInt32, U64 = ScalarType::UInt64;
+  for (ScalarType it : {ScalarType::UInt32, ScalarType::Int64})
+    for (bool report : {false, true}) {
+      Builder b(std::string("scatter_inc") + (report ? "_report." : ".") + tn(U32) + "[" + tn(it) +
+                "]");
+      const uint64_t bound = 60, cap = 64, hist_n = 40;
+      std::vector<uint64_t> idx, mask;
+      collision_indices(it, bound, report, idx, mask);
+      std::vector<uint64_t> counters(cap);
+      for (size_t i = 0; i < cap; ++i)
+        counters[i] = i % 3;
+      uint32_t pc = b.inout(U32, counters);
+      uint32_t pi = b.in(it, idx);
+      uint32_t pm = b.in(ScalarType::Bool, mask);
+      uint32_t pn = b.scalar(U64, bound);
+      uint32_t pr = b.inout(U64, {0, 0});
+      uint32_t psum = b.inout(U32, std::vector<uint64_t>(cap, 0));
+      uint32_t pbits = b.inout(U64, std::vector<uint64_t>(cap, 0));
+      uint32_t phist = b.inout(U32, std::vector<uint64_t>(hist_n, 0));
+      uint32_t pnh = b.scalar(U64, hist_n);
+      uint32_t po = b.out(U32);
+      uint32_t li = b.load(pi), lm = b.load(pm);
+      uint32_t old = b.emit(IrOp::ScatterInc, U32, {pc, li, lm, 0, pn}, report ? pr : 0,
+                            report ? kIrFlagReportRange : 0);
+      b.emit(IrOp::ScatterAdd, U32, {psum, li, lm, old, pn});
+      uint32_t one = b.emit(IrOp::Literal, U64, {}, 1);
+      uint32_t bit = b.emit(IrOp::Shl, U64, {one, b.emit(IrOp::Cast, U64, {old})});
+      b.emit(IrOp::ScatterOr, U64, {pbits, li, lm, bit, pn});
+      uint32_t all = b.emit(IrOp::Literal, ScalarType::Bool, {}, 1);
+      b.emit(IrOp::ScatterInc, U32, {phist, old, all, 0, pnh});
+      uint32_t in_range = b.emit(IrOp::Lt, ScalarType::Bool,
+                                 {b.emit(IrOp::Cast, U64, {li}), b.emit(IrOp::Scalar, U64, {pn})});
+      uint32_t wrote = b.emit(IrOp::And, ScalarType::Bool, {lm, in_range});
+      b.store(po, b.emit(IrOp::Select, U32, {wrote, b.emit(IrOp::Literal, U32, {}, 7), old}));
+
+      std::vector<uint64_t> sum(cap, 0), bits(cap, 0), hist(hist_n, 0), lane(kN, 0);
+      std::vector<uint64_t> words = {0, 0};
+      for (size_t i = 0; i < kN; ++i) {
+        uint64_t k = widen(it, idx[i]), v = 0;
+        if (mask[i] && k >= bound)
+          words = {1, k};
+        if (mask[i] && k < bound) {
+          v = counters[k]++;
+          sum[k] += v;
+          bits[k] |= uint64_t{1} << v;
+          lane[i] = 7;
+        }
+        if (v < hist_n)
+          ++hist[v];
+      }
+      b.c.expect = b.c.init;
+      b.c.expect[pc] = pack(U32, counters);
+      b.c.expect[psum] = pack(U32, sum);
+      b.c.expect[pbits] = pack(U64, bits);
+      b.c.expect[phist] = pack(U32, hist);
+      b.c.expect[po] = pack(U32, lane);
+      if (report)
+        b.c.expect[pr] = pack(U64, words);
+      out.push_back(b.finish());
+    }
+}
+
 // Mixed kernels: uniform values feeding element-wise code, a gather and a scatter_add in one
 // kernel, Bool logic feeding selects.
 void compound_cases(std::vector<CorpusCase>& out) {
@@ -642,6 +875,8 @@ std::vector<CorpusCase> ir_corpus() {
   binary_cases(out);
   gather_cases(out);
   scatter_cases(out);
+  scatter_reduction_cases(out);
+  scatter_inc_cases(out);
   compound_cases(out);
   return out;
 }
@@ -680,8 +915,9 @@ Buffers run_on_backend(Backend& be, const CorpusCase& c) {
 }
 
 Buffers run_on_interpreter(const CorpusCase& c, const ff::cuda_backend::PtxOptions& options,
-                           unsigned grid, unsigned block) {
+                           unsigned grid, unsigned block, unsigned quantum) {
   PtxModule m(ff::cuda_backend::emit_ptx_kernel(c.ir, "ff_kernel", options));
+  m.set_quantum(quantum);
   Buffers bufs = c.init;
   std::vector<uint64_t> params{c.size};
   for (size_t p = 0; p < c.ir.params.size(); ++p) {

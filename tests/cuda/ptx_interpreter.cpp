@@ -272,6 +272,22 @@ bool parse_int(const std::string& s, uint64_t& v) {
   }
 }
 
+// The types ptxas 13 accepts for red/atom (sm_75 ... sm_90) among those the interpreter
+// runs: add on .u32/.s32/.u64/.f32/.f64, min and max on signed or unsigned integers (neither .b
+// nor floats), the bitwise operations, exch and cas on .b32/.b64 only (checked with ptxas:
+// red.and.u32, red.min.b32, red.add.s64, red.min.f32 and atom.cas.u32 are refused).
+bool atomic_type_ok(AtomOp op, Ty t) {
+  switch (op) {
+    case AtomOp::Add:
+      return t == Ty::U32 || t == Ty::S32 || t == Ty::U64 || t == Ty::F32 || t == Ty::F64;
+    case AtomOp::Min:
+    case AtomOp::Max:
+      return t == Ty::U32 || t == Ty::S32 || t == Ty::U64 || t == Ty::S64;
+    default:
+      return t == Ty::B32 || t == Ty::B64;
+  }
+}
+
 class Parser {
  public:
   explicit Parser(PtxProgram& p) : prog_(p) {}
@@ -472,6 +488,13 @@ void Parser::instruction(const std::string& text_in, Entry& e) {
     opnds.clear();  // bar.sync 0
   if (opnds.size() > 5)
     fail("too many operands");
+  if (in.op == Op::Red || in.op == Op::Atom) {
+    if (!atomic_type_ok(in.atom, in.t))
+      fail("a type ptxas refuses for this atomic operation");
+    size_t want = (in.op == Op::Atom ? 3u : 2u) + (in.atom == AtomOp::Cas ? 1u : 0u);
+    if (opnds.size() != want)
+      fail("wrong operand count for red/atom");
+  }
   for (const std::string& s : opnds)
     in.o[in.n++] = operand(s, e);
   e.code.push_back(in);
@@ -755,14 +778,15 @@ class Machine {
  public:
   Machine(PtxProgram& prog, const Entry& e, std::span<const uint64_t> params,
           const std::map<uint64_t, uint64_t>& allowed, unsigned grid, unsigned block,
-          uint64_t budget)
+          uint64_t budget, unsigned quantum)
       : prog_(prog),
         e_(e),
         params_(params),
         allowed_(allowed),
         grid_(grid),
         block_(block),
-        budget_(budget) {}
+        budget_(budget),
+        quantum_(quantum) {}
 
   uint64_t run();
 
@@ -885,6 +909,7 @@ class Machine {
   const std::map<uint64_t, uint64_t>& allowed_;
   unsigned grid_, block_;
   uint64_t budget_;
+  unsigned quantum_;  // instructions per turn (0: a turn lasts up to a collective instruction)
   uint64_t executed_ = 0;
   unsigned cta_ = 0;
   std::vector<uint8_t> shared_;
@@ -1197,14 +1222,10 @@ void Machine::step(Thread& t) {
         case AtomOp::And:
         case AtomOp::Or:
         case AtomOp::Xor:
-          if (fp)
-            fail(t, "bitwise atomic on a float type");
           r = in.atom == AtomOp::And ? old & v : in.atom == AtomOp::Or ? old | v : old ^ v;
           break;
         case AtomOp::Min:
         case AtomOp::Max: {
-          if (fp)
-            fail(t, "float atomic min/max is not used by the generator");
           bool less = sg ? sext(ty, v) < sext(ty, old) : mask(ty, v) < mask(ty, old);
           bool greater = sg ? sext(ty, v) > sext(ty, old) : mask(ty, v) > mask(ty, old);
           r = (in.atom == AtomOp::Min ? less : greater) ? v : old;
@@ -1307,13 +1328,18 @@ uint64_t Machine::run() {
       threads[k].tid = k;
     }
     for (;;) {
-      for (Thread& t : threads) {
-        while (t.state == Thread::Running) {
-          if (t.pc >= e_.code.size())
-            fail(t, "ran off the end of the entry");
-          if (++executed_ > budget_)
-            fail(t, "instruction budget exhausted (an endless loop?)");
-          step(t);
+      // Every thread up to its next collective instruction, in turns.
+      for (bool running = true; running;) {
+        running = false;
+        for (Thread& t : threads) {
+          for (unsigned k = 0; t.state == Thread::Running && (quantum_ == 0 || k < quantum_); ++k) {
+            if (t.pc >= e_.code.size())
+              fail(t, "ran off the end of the entry");
+            if (++executed_ > budget_)
+              fail(t, "instruction budget exhausted (an endless loop?)");
+            step(t);
+          }
+          running = running || t.state == Thread::Running;
         }
       }
       bool all_done = true, progress = false;
@@ -1387,7 +1413,7 @@ void PtxModule::launch(const std::string& entry, unsigned grid, unsigned block,
     if (params.size() != e.params.size())
       throw PtxError(entry + " takes " + std::to_string(e.params.size()) + " parameters, got " +
                      std::to_string(params.size()));
-    Machine m(*program_, e, params, allowed_, grid, block, max_instructions);
+    Machine m(*program_, e, params, allowed_, grid, block, max_instructions, quantum_);
     executed_ += m.run();
     return;
   }

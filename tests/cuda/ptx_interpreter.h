@@ -13,8 +13,9 @@
 // scatter should never make fails the test instead of reading stray memory.
 //
 // Threads of a block run one after the other up to the next collective instruction
-// (bar.sync, shfl.sync, vote.sync); a warp's shuffle or ballot runs once all its live lanes
-// reach the same one, a barrier once every live thread of the block has. Blocks run in order.
+// (bar.sync, shfl.sync, vote.sync), or take turns of a few instructions (set_quantum); a warp's
+// shuffle or ballot runs once all its live lanes reach the same one, a barrier once every live
+// thread of the block has. Blocks run in order.
 #pragma once
 
 #include <cstdint>
@@ -58,10 +59,17 @@ class PtxModule {
   /// Instructions executed by all launches so far.
   uint64_t executed() const { return executed_; }
 
+  /// Later launches switch between the threads of a block every `quantum` instructions (0, the
+  /// default: a thread runs up to its next collective instruction), so other threads' atomics
+  /// land between a thread's load of an element and its compare-and-swap, and retry loops
+  /// retry.
+  void set_quantum(unsigned quantum) { quantum_ = quantum; }
+
  private:
   std::unique_ptr<PtxProgram> program_;
   std::map<uint64_t, uint64_t> allowed_;  // begin -> end
   uint64_t executed_ = 0;
+  unsigned quantum_ = 0;
 };
 
 }  // namespace ffcuda

@@ -15,7 +15,8 @@
 #        prefix_sum / compress, kernel cache, errors, threads;
 #      - every kernel of the IR corpus against the PTX reference interpreter, bit for bit
 #        (the math routines included, docs/math.md: only correctly rounded instructions are
-#        used);
+#        used; the scatter kinds' atomics and compare-and-swap loops too, whose corpus
+#        results do not depend on the order of the lanes);
 #      - the array test corpus on "cuda" against the scalar references;
 #      - the recording corpus recorded and replayed on "cuda" (as CUDA graphs) against
 #        traced runs, with the graph and op-by-op paths;
