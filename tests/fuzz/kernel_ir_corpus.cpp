@@ -79,7 +79,7 @@ programs() {
                                          ff::popcnt(u) + ff::clz(u) + ff::ctz(u)};
       },
       [](const Float& x, const ff::Int32& i) {  // the scatter kinds and scatter_inc
-        ff::UInt32 bin = ff::cast<ff::UInt32>(i) % 5u;
+        ff::UInt32 bin = ff::cast<ff::UInt32>(i) % 4u;
         Float lo = ff::full<Float>(1e9f, 4), hi = ff::zeros<Float>(4), p = ff::full<Float>(1.f, 4);
         ff::scatter_reduce(ff::ReduceOp::Min, lo, x, bin);
         ff::scatter_reduce(ff::ReduceOp::Max, hi, x, bin, x > 0.f);
@@ -87,7 +87,7 @@ programs() {
         ff::Int64 bits = ff::zeros<ff::Int64>(4), all = ff::full<ff::Int64>(-1, 4);
         ff::scatter_reduce(ff::ReduceOp::Or, bits, ff::cast<ff::Int64>(i), bin);
         ff::scatter_reduce(ff::ReduceOp::And, all, ff::cast<ff::Int64>(i), bin);
-        ff::UInt32 counter = ff::zeros<ff::UInt32>(5);
+        ff::UInt32 counter = ff::zeros<ff::UInt32>(4);
         ff::UInt32 slot = ff::scatter_inc(counter, bin, x > 0.f);
         return std::vector<ff::AnyArray>{lo, hi, p, bits, all, counter, slot * 2u};
       },
