@@ -1,5 +1,5 @@
 // dot, any, all and count: size-1 results at every size (0 included), in frozen functions and
-// recordings at sizes other than the recorded one.
+// recordings at sizes other than the recorded one; block reductions of every op and type.
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <random>
@@ -7,6 +7,7 @@
 
 #include "freezeframe/freezeframe.h"
 #include "support/record_corpus.h"
+#include "support/scatter_reference.h"
 
 namespace {
 
@@ -108,4 +109,119 @@ TEST_CASE("reductions: dot, any and count inside a frozen function replay at new
     CHECK(all.to_vector()[0] == (want_count == n));
     CHECK(count.to_vector()[0] == want_count);
   }
+}
+
+namespace {
+
+/// Block reductions on the host: element b reduces [b * block, min((b + 1) * block, n)),
+/// combining as scatter_reduce does, from the op's identity.
+template <class T>
+std::vector<T> host_blocks(ff::ReduceOp op, const std::vector<T>& a, size_t block) {
+  std::vector<T> out((a.size() + block - 1) / block, ff::detail::reduce_identity<T>(op));
+  for (size_t i = 0; i < a.size(); ++i)
+    out[i / block] = ff_test::reference_combine(op, out[i / block], a[i]);
+  return out;
+}
+
+template <class T>
+void check_blocks(ff::ReduceOp op) {
+  using A = ff::Array<T>;
+  for (size_t n : kSizes)
+    for (size_t block : {size_t{1}, size_t{3}, size_t{32}, n, n + 5}) {
+      if (block == 0)
+        continue;
+      INFO(ff::to_string(op) << " of " << ff::to_string(A::kType) << ", n = " << n << ", block "
+                             << block);
+      std::vector<T> a(n);
+      for (size_t i = 0; i < n; ++i)
+        a[i] = ff_test::lane_value<T>(op, i * 7 + 3);
+      A x = A::from(a);
+      A r;
+      switch (op) {
+        case ff::ReduceOp::Add:
+          r = ff::block_sum(x, block);
+          break;
+        case ff::ReduceOp::Mul:
+          r = ff::block_reduce(ff::ReduceOp::Mul, x, block);
+          break;
+        case ff::ReduceOp::Min:
+          r = ff::block_reduce(ff::ReduceOp::Min, x, block);
+          break;
+        case ff::ReduceOp::Max:
+          r = ff::block_reduce(ff::ReduceOp::Max, x, block);
+          break;
+        case ff::ReduceOp::And:
+          if constexpr (std::is_integral_v<T>)
+            r = ff::block_reduce(ff::ReduceOp::And, x, block);
+          break;
+        case ff::ReduceOp::Or:
+          if constexpr (std::is_integral_v<T>)
+            r = ff::block_reduce(ff::ReduceOp::Or, x, block);
+          break;
+      }
+      REQUIRE(r.size() == (n + block - 1) / block);
+      REQUIRE(ff_test::same_bits(r.to_vector(), host_blocks(op, a, block)));
+    }
+}
+
+template <class T>
+void check_block_ops() {
+  for (ff::ReduceOp op :
+       {ff::ReduceOp::Add, ff::ReduceOp::Mul, ff::ReduceOp::Min, ff::ReduceOp::Max})
+    check_blocks<T>(op);
+  if constexpr (std::is_integral_v<T>)
+    for (ff::ReduceOp op : {ff::ReduceOp::And, ff::ReduceOp::Or})
+      check_blocks<T>(op);
+}
+
+}  // namespace
+
+TEST_CASE("block reductions of every op and type: blocks of 1, 3, 32, n and a short last one",
+          "[reduce][block]") {
+  ffr::fresh();
+  check_block_ops<int32_t>();
+  check_block_ops<uint32_t>();
+  check_block_ops<int64_t>();
+  check_block_ops<uint64_t>();
+  check_block_ops<float>();
+  check_block_ops<double>();
+}
+
+TEST_CASE("block reductions: a block of 0 raises ff::Error, an empty array gives an empty one",
+          "[reduce][block]") {
+  ffr::fresh();
+  ff::Float x = ff::Float::from({1.f, 2.f, 3.f});
+  REQUIRE_THROWS_AS(ff::block_sum(x, 0), ff::Error);
+  REQUIRE_THROWS_WITH(ff::block_reduce(ff::ReduceOp::Max, x, 0),
+                      Catch::Contains("block size is 0"));
+  CHECK(ff::block_sum(x, 2).to_vector() == std::vector<float>{3.f, 3.f});  // the call after
+  CHECK(ff::block_sum(ff::zeros<ff::Float>(0), 4).size() == 0);
+  // A block larger than any array: one element, the whole reduction.
+  CHECK(ff::block_sum(x, UINT64_MAX).to_vector() == std::vector<float>{6.f});
+  // Float sums of one block on one thread add in order, as a loop does.
+  std::vector<float> v(1000);
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = 1.f / float(i + 1);
+  float serial = 0.f;
+  for (float f : v)
+    serial += f;
+  CHECK(ff::block_sum(ff::Float::from(v), 1000).to_vector()[0] == serial);
+}
+
+TEST_CASE("block reductions in a frozen function replay at new sizes", "[reduce][block][freeze]") {
+  ffr::fresh();
+  auto fn = [](const ff::Int32& x) {
+    return std::make_tuple(ff::block_sum(x, 4), ff::block_reduce(ff::ReduceOp::Max, x, 3));
+  };
+  auto f = ff::freeze(fn);
+  for (size_t n : {10, 0, 1, 2, 3, 4, 5, 61, 1000}) {
+    INFO("n = " << n);
+    std::vector<int32_t> xs(n);
+    for (size_t i = 0; i < n; ++i)
+      xs[i] = int32_t(i * 37 % 23) - 11;
+    auto [s, m] = f(ff::Int32::from(xs));
+    CHECK(s.to_vector() == host_blocks(ff::ReduceOp::Add, xs, 4));
+    CHECK(m.to_vector() == host_blocks(ff::ReduceOp::Max, xs, 3));
+  }
+  CHECK(f.n_recordings() == 1);
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "freezeframe/array.h"
+#include "freezeframe/block_reduce.h"
 #include "freezeframe/errors.h"
 #include "freezeframe/freeze.h"
 #include "freezeframe/init.h"
