@@ -98,8 +98,9 @@ bool remove_dead_work(LaunchBody& body, const std::function<bool(uint32_t param)
 
   // One backward walk (operands precede their users). Side effects that stay: a store the
   // caller keeps and no later store overwrites first, every scatter, and an increment whose
-  // buffer the caller keeps or whose value something live uses. Then what they need.
-  std::vector<uint8_t> overwritten(ir.params.size(), 0);
+  // buffer the caller keeps or a later instruction that stays accesses (another increment
+  // counts on it), or whose value something that stays uses. Then what they need.
+  std::vector<uint8_t> overwritten(ir.params.size(), 0), accessed_later(ir.params.size(), 0);
   bool any_effect = false;
   for (size_t k = n; k-- > 0;) {
     const IrInstr& in = ir.instrs[k];
@@ -111,14 +112,17 @@ bool remove_dead_work(LaunchBody& body, const std::function<bool(uint32_t param)
       effect = true;
       for_each_param(in, [&](const IrParamUse& u) {
         if (u.access == ParamAccess::IndexedIncrement)
-          effect = keep_store(u.param);
+          effect = keep_store(u.param) || accessed_later[u.param];
       });
     }
     any_effect = any_effect || effect;
     live[k] = live[k] || effect;
     for_each_param(in, [&](const IrParamUse& u) {
-      if (is_buffer_access(u.access))  // a store hides what is before it; the rest see it
-        overwritten[u.param] = u.access == ParamAccess::LaneWrite;
+      if (!is_buffer_access(u.access))
+        return;
+      // A store hides what is before it; the rest see it.
+      overwritten[u.param] = u.access == ParamAccess::LaneWrite;
+      accessed_later[u.param] |= live[k];
     });
     if (live[k])
       for_each_value(in, [&](uint32_t v) { live[v] = 1; });

@@ -443,4 +443,22 @@ TEST_CASE("dead-work removal keeps an increment while its counter or its values 
   auto [none, b4] = run([](uint32_t p) { return p == 1; });
   CHECK_FALSE(none);
   CHECK(b4.ir.instrs.empty());
+
+  // Two increments of one counter: the second one's values count on the first, which stays
+  // though neither its values nor the counter are kept.
+  ff::KernelIR two;
+  two.params = ir.params;
+  uint32_t z = two.emit(IrOp::Literal, U32, {}, 0);
+  uint32_t t = two.emit(IrOp::Literal, ff::ScalarType::Bool, {}, 1);
+  two.emit(IrOp::ScatterInc, U32, {0, z, t, ff::kNoOperand, 1});
+  uint32_t later = two.emit(IrOp::ScatterInc, U32, {0, z, t, ff::kNoOperand, 1});
+  two.emit(IrOp::Store, U32, {2, later});
+  two.finalize();
+  REQUIRE_NOTHROW(two.validate());
+  ff::rec::LaunchBody body{two, args()};
+  CHECK(ff::rec::remove_dead_work(body, [](uint32_t p) { return p != 0; }));
+  int increments = 0;
+  for (const ff::IrInstr& in : body.ir.instrs)
+    increments += in.op == IrOp::ScatterInc;
+  CHECK(increments == 2);
 }

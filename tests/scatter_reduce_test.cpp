@@ -4,6 +4,7 @@
 // sizes, recordings, and arrays from another thread.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <random>
@@ -243,21 +244,32 @@ TEST_CASE("scatter_inc: one lane's increment in a wider expression runs once", "
   // Values nobody keeps: the counter still counts.
   (void)ff::scatter_inc(counter, ff::zeros<ff::UInt32>(3));
   CHECK(counter.to_vector() == std::vector<uint32_t>{11u});
-  // Two increments of one counter before an eval share the kernel and hand out disjoint slots.
-  ff::UInt32 a = ff::scatter_inc(counter, ff::zeros<ff::UInt32>(2));
-  ff::UInt32 b = ff::scatter_inc(counter, ff::zeros<ff::UInt32>(2));
+  // Two increments of one counter before an eval hand out slots in program order, each call a
+  // range of its own (wider than a vector: in one kernel they would interleave by vector).
+  ff::UInt32 a = ff::scatter_inc(counter, ff::zeros<ff::UInt32>(40));
+  ff::UInt32 b = ff::scatter_inc(counter, ff::zeros<ff::UInt32>(40));
   ff::eval(a, b);
-  std::vector<uint32_t> all = a.to_vector(), bv = b.to_vector();
-  all.insert(all.end(), bv.begin(), bv.end());
-  std::sort(all.begin(), all.end());
-  CHECK(all == std::vector<uint32_t>{11, 12, 13, 14});
-  CHECK(counter.to_vector() == std::vector<uint32_t>{15u});
+  std::vector<uint32_t> want_a(40), want_b(40);
+  for (uint32_t k = 0; k < 40; ++k) {
+    want_a[k] = 11 + k;
+    want_b[k] = 51 + k;
+  }
+  CHECK(a.to_vector() == want_a);
+  CHECK(b.to_vector() == want_b);
+  CHECK(counter.to_vector() == std::vector<uint32_t>{91u});
+  // An increment at the slots of a pending one: after it, in order.
+  ff::UInt32 c2 = ff::zeros<ff::UInt32>(2);
+  ff::UInt32 first = ff::scatter_inc(c2, ff::UInt32::from({1u, 1u, 0u}));  // 0, 1, 0
+  ff::UInt32 second = ff::scatter_inc(c2, first);  // at 0, 1, 0 with c2 = {1, 2}
+  CHECK(first.to_vector() == std::vector<uint32_t>{0u, 1u, 0u});
+  CHECK(second.to_vector() == std::vector<uint32_t>{1u, 2u, 2u});
+  CHECK(c2.to_vector() == std::vector<uint32_t>{3u, 3u});
   // Copy-on-write: a handle taken before keeps the old count.
   ff::UInt32 old = counter;
   ff::UInt32 c = ff::scatter_inc(counter, ff::zeros<ff::UInt32>(1));
-  CHECK(c.to_vector() == std::vector<uint32_t>{15u});
-  CHECK(old.to_vector() == std::vector<uint32_t>{15u});
-  CHECK(counter.to_vector() == std::vector<uint32_t>{16u});
+  CHECK(c.to_vector() == std::vector<uint32_t>{91u});
+  CHECK(old.to_vector() == std::vector<uint32_t>{91u});
+  CHECK(counter.to_vector() == std::vector<uint32_t>{92u});
 }
 
 TEST_CASE("scatter_reduce and scatter_inc report out-of-range indices in debug mode",
@@ -377,8 +389,19 @@ TEST_CASE("verify mode: float scatter_reduce Mul is compared with tolerance, the
         want_slot[i] = want_counter[i % 3]++;
     CHECK(counter.to_vector() == want_counter);
     CHECK(slot.to_vector() == want_slot);
-    CHECK(prod.size() == 3);
-    (void)top;
+    std::vector<double> want_prod(3, 1.0);
+    std::vector<int32_t> want_top(3, 0);
+    for (size_t i = 0; i < n; ++i) {
+      want_prod[i % 3] *= xs[i];
+      want_top[i % 3] = std::max(want_top[i % 3], int32_t(xs[i] * 1000.f));
+    }
+    CHECK(top.to_vector() == want_top);
+    std::vector<float> got_prod = prod.to_vector();
+    REQUIRE(got_prod.size() == 3);
+    // A float product of k factors rounds k times: up to k/2 ulp apart from the exact one.
+    for (size_t b = 0; b < 3; ++b)
+      CHECK(std::fabs(got_prod[b] - want_prod[b]) <=
+            (6e-8 * double(n) + 1e-6) * std::fabs(want_prod[b]));
   }
   CHECK(f.n_replays() == 4);
 }

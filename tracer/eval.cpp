@@ -33,6 +33,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backend/ir/ir_analysis.h"
 #include "common/assert.h"
 #include "common/log.h"
 #include "freezeframe/errors.h"
@@ -224,7 +225,7 @@ uint32_t KernelBuilder::emit(VarId root) {
     if (var.kind == VarKind::Op && !expanded) {
       stack.back().second = true;
       // A gather's source and an increment's counter are buffers, not values.
-      bool buffer_dep = var.op == IrOp::Gather || var.op == IrOp::ScatterInc;
+      bool buffer_dep = var.op == IrOp::Gather || op_facts(var.op).side_effect;
       for (int i = 3; i >= (buffer_dep ? 1 : 0); --i) {
         VarId d = var.dep[i];
         if (d && s_[d].scratch_epoch != epoch_)
@@ -312,7 +313,7 @@ std::string launch_group(TracerState& s, Group& g, std::vector<SideEffect>& effe
   std::vector<std::pair<VarId, std::shared_ptr<Buffer>>> kept_increments;
   for (size_t i : g.effects) {
     SideEffect& e = effects[i];
-    if (e.op == IrOp::ScatterInc) {
+    if (e.result) {  // an increment
       uint32_t value = kb.emit(e.result);
       Variable& r = s[e.result];
       bool root = std::find(g.roots.begin(), g.roots.end(), e.result) != g.roots.end();
@@ -429,8 +430,21 @@ void discard_side_effects() noexcept {
   TracerState& s = state();
   std::vector<SideEffect> effects;
   effects.swap(s.side_effects);
-  for (SideEffect& e : effects)
+  for (SideEffect& e : effects) {
     s[e.target].dirty = false;
+    // An increment's values that someone still holds become zeros: evaluated later, the
+    // variable would run the increment that is being discarded.
+    if (e.result && s[e.result].kind == VarKind::Op && s[e.result].refs > 1) {
+      Variable& r = s[e.result];
+      VarId deps[4];
+      std::copy(std::begin(r.dep), std::end(r.dep), deps);
+      r.kind = VarKind::Literal;
+      r.imm = 0;
+      std::fill(std::begin(r.dep), std::end(r.dep), 0);
+      for (VarId d : deps)
+        dec_local(d);
+    }
+  }
   for (SideEffect& e : effects)
     for (VarId d : e.held())
       dec_local(d);

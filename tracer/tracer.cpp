@@ -291,7 +291,7 @@ void settle(std::initializer_list<VarId> ops) {
     }
     // The old values of a one-lane increment, pending: evaluated first, since in a wider
     // kernel the broadcast would run the increment once per lane.
-    if (v && s[v].kind == VarKind::Op && s[v].op == IrOp::ScatterInc && s[v].size == 1) {
+    if (v && s[v].kind == VarKind::Op && op_facts(s[v].op).side_effect && s[v].size == 1) {
       flush_side_effects();
       return;
     }
@@ -443,7 +443,7 @@ VarId scatter_local(VarId* target, VarId value, VarId index, VarId mask, IrOp op
   const char* what = to_string(op);
   TracerState& s = state();
   ScalarType t = s[*target].type;
-  bool inc = op == IrOp::ScatterInc;
+  const bool inc = op_facts(op).defines_value;  // an increment: the one effect with a value
   if (inc)
     check_type(what, t, ScalarType::UInt32);
   else
@@ -458,9 +458,9 @@ VarId scatter_local(VarId* target, VarId value, VarId index, VarId mask, IrOp op
     throw Error(std::string(what) + ": the index must be an integer array");
   check_type(std::string(what).append(" mask").c_str(), s[mask].type, ScalarType::Bool);
   // Scatters into one buffer run in program order; only reductions of one kind (which
-  // commute) may share a kernel.
+  // commute) may share a kernel. Not increments: their values would interleave by vector.
   if (s[*target].dirty) {
-    bool commute = facts.accumulates;
+    bool commute = facts.accumulates && !facts.defines_value;
     for (auto& e : s.side_effects)
       if (e.target == *target && e.op != op)
         commute = false;

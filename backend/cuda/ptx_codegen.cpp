@@ -426,7 +426,7 @@ std::string KernelEmitter::emit_instr(const IrInstr& in, const std::string& i, u
     case IrOp::ScatterAnd:
     case IrOp::ScatterOr: {
       ScatterTarget to = scatter_target(in, u);
-      emit_scatter_update(w_, in.op, t, to.ok, to.addr, val(in.d, u));
+      emit_scatter_update(w_, op_facts(in.op).reduce, t, to.ok, to.addr, val(in.d, u));
       return {};
     }
     case IrOp::ScatterInc: {

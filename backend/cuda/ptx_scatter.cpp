@@ -3,39 +3,21 @@
 // PTX has no atomic for on sm_75, loop on `atom.cas` over the element's bit pattern.
 #include "backend/cuda/ptx_scatter.h"
 
-#include "backend/ir/ir_analysis.h"
-#include "common/assert.h"
-
 namespace ff::cuda_backend {
 namespace {
-
-const char* red_op(IrOp op) {
-  switch (op) {
-    case IrOp::ScatterMin:
-      return "min";
-    case IrOp::ScatterMax:
-      return "max";
-    case IrOp::ScatterAnd:
-      return "and";
-    case IrOp::ScatterOr:
-      return "or";
-    default:
-      return "add";
-  }
-}
 
 // The type suffix ptxas takes for red.<op> on t: min/max by signedness, the bitwise ops by
 // size (it refuses red.and.u32 and red.min.b32), add in the unsigned form for integers (there
 // is no red.add.s64; signed sums wrap identically).
-const char* red_type(IrOp op, ScalarType t) {
+const char* red_type(ReduceOp op, ScalarType t) {
   bool wide = size_of(t) == 8;
   if (t == ScalarType::Float32)
     return "f32";
   if (t == ScalarType::Float64)
     return "f64";
-  if (op == IrOp::ScatterAnd || op == IrOp::ScatterOr)
+  if (op == ReduceOp::And || op == ReduceOp::Or)
     return wide ? "b64" : "b32";
-  if ((op == IrOp::ScatterMin || op == IrOp::ScatterMax) && is_signed_int(t))
+  if ((op == ReduceOp::Min || op == ReduceOp::Max) && is_signed_int(t))
     return wide ? "s64" : "s32";
   return wide ? "u64" : "u32";
 }
@@ -120,20 +102,18 @@ void emit_float_min_max(PtxWriter& w, bool max, ScalarType t, const std::string&
 
 }  // namespace
 
-void emit_scatter_update(PtxWriter& w, IrOp op, ScalarType t, const std::string& ok,
+void emit_scatter_update(PtxWriter& w, ReduceOp op, ScalarType t, const std::string& ok,
                          const std::string& addr, const std::string& value) {
-  FF_ASSERT(op_facts(op).accumulates && op != IrOp::ScatterInc, "{} is not a scatter-reduction",
-            to_string(op));
-  if (op == IrOp::ScatterMul) {
+  if (op == ReduceOp::Mul) {
     emit_mul(w, t, ok, addr, value);
     return;
   }
-  if (is_float(t) && (op == IrOp::ScatterMin || op == IrOp::ScatterMax)) {
-    emit_float_min_max(w, op == IrOp::ScatterMax, t, ok, addr, value);
+  if (is_float(t) && (op == ReduceOp::Min || op == ReduceOp::Max)) {
+    emit_float_min_max(w, op == ReduceOp::Max, t, ok, addr, value);
     return;
   }
-  // A reduction without a result.
-  w.op("@{} red.global.{}.{} [{}], {}", ok, red_op(op), red_type(op, t), addr, value);
+  // A reduction without a result: red.add/min/max/and/or, named as ReduceOp names them.
+  w.op("@{} red.global.{}.{} [{}], {}", ok, to_string(op), red_type(op, t), addr, value);
 }
 
 std::string emit_scatter_inc(PtxWriter& w, const std::string& ok, const std::string& addr) {

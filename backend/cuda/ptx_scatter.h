@@ -8,14 +8,15 @@
 
 #include "backend/cuda/ptx_writer.h"
 #include "backend/ir/kernel_ir.h"
+#include "freezeframe/reduce_op.h"
 
 namespace ff::cuda_backend {
 
 /// Emits, for the lanes where predicate `ok` holds, buf[addr] = combine(buf[addr], value)
-/// atomically, with combine as the accumulating opcode `op` (ScatterAdd, ScatterMul,
-/// ScatterMin, ScatterMax, ScatterAnd, ScatterOr) defines it for type t (docs/kernel-ir.md).
-/// `addr` is a u64 register holding a global address, `value` a register of t's class.
-void emit_scatter_update(PtxWriter& w, IrOp op, ScalarType t, const std::string& ok,
+/// atomically, with combine as the scatter-reduction of `op` (op_facts(opcode).reduce of
+/// ScatterAdd ... ScatterOr) defines it for type t (docs/kernel-ir.md). `addr` is a u64
+/// register holding a global address, `value` a register of t's class.
+void emit_scatter_update(PtxWriter& w, ReduceOp op, ScalarType t, const std::string& ok,
                          const std::string& addr, const std::string& value);
 
 /// ScatterInc: atomically buf[addr] += 1 (a UInt32 element) for the lanes where `ok` holds.

@@ -106,7 +106,10 @@ T identity(ReduceOp op) {
       if constexpr (std::is_integral_v<T>)
         return static_cast<T>(~T(0));
       break;
-    case ReduceOp::Add:
+    case ReduceOp::Add:  // -0 for floats: -0 + x == x for every x, -0 included
+      if constexpr (std::is_floating_point_v<T>)
+        return -T(0);
+      break;
     case ReduceOp::Or:
       break;
   }
@@ -159,7 +162,9 @@ void fill_identities(const AccumulateInfo& info, const std::vector<size_t>& offs
   for (size_t t = 0; t < info.targets.size(); ++t) {
     const AccumulateTarget& target = info.targets[t];
     std::byte* at = copy + offsets[t];
-    if (target.op == ReduceOp::Add || target.op == ReduceOp::Or)
+    bool zeros =
+        (target.op == ReduceOp::Add && !is_float(target.type)) || target.op == ReduceOp::Or;
+    if (zeros)
       std::memset(at, 0, copy_bytes_of(target, lengths[t]));
     else
       with_type(target.type, [&]<class T>() { fill_identity<T>(target.op, at, lengths[t]); });

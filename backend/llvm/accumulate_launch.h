@@ -55,9 +55,10 @@ AccumulateInfo accumulate_info(const KernelIR& ir);
 enum class AccumulateStrategy : uint8_t {
   Alone,    // the whole launch on the calling thread: exclusive adds, in lane order
   Private,  // one part per thread; part 0 combines into the targets, the others into
-            // private copies filled with the op's identity (0 for Add, 1 for Mul, NaN for float
-            // Min/Max, ...), all exclusive; the copies are merged into the targets afterwards
-  Atomic,   // the launch's plan, atomic adds
+            // private copies filled with the op's identity (0 for Add, -0 for float Add, 1 for Mul,
+            // NaN for float Min/Max, ...), all exclusive; the copies are merged into the targets
+            // afterwards
+  Atomic,  // the launch's plan, atomic adds
 };
 
 /// A private copy (all targets of one part) may take at most this many bytes: beyond it the

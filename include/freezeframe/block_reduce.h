@@ -19,7 +19,8 @@ namespace ff {
 namespace detail {
 
 /// The element that leaves any other unchanged under `op` as scatter_reduce combines (float
-/// Min/Max ignore NaN, so NaN; integer Min/Max the type's largest/smallest value).
+/// Add -0; float Min/Max ignore NaN, so NaN; integer Min/Max the type's largest/smallest
+/// value).
 template <class T>
 T reduce_identity(ReduceOp op) {
   using L = std::numeric_limits<T>;
@@ -34,7 +35,10 @@ T reduce_identity(ReduceOp op) {
       if constexpr (std::is_integral_v<T>)
         return static_cast<T>(~T(0));
       break;
-    case ReduceOp::Add:
+    case ReduceOp::Add:  // -0 for floats: a block of -0 sums to -0, as a loop from -0 gives
+      if constexpr (std::is_floating_point_v<T>)
+        return -T(0);
+      break;
     case ReduceOp::Or:
       break;
   }
