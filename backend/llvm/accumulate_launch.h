@@ -58,7 +58,7 @@ enum class AccumulateStrategy : uint8_t {
             // private copies filled with the op's identity (0 for Add, -0 for float Add, 1 for Mul,
             // NaN for float Min/Max, ...), all exclusive; the copies are merged into the targets
             // afterwards
-  Atomic,  // the launch's plan, atomic adds
+  Atomic,   // the launch's plan, atomic adds
 };
 
 /// A private copy (all targets of one part) may take at most this many bytes: beyond it the
