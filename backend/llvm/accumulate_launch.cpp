@@ -91,31 +91,6 @@ T combine(ReduceOp op, T old, T v) {
   }
 }
 
-// The value x with combine(op, x, v) == v for every v (floats take no And/Or).
-template <class T>
-T identity(ReduceOp op) {
-  using L = std::numeric_limits<T>;
-  switch (op) {
-    case ReduceOp::Mul:
-      return T(1);
-    case ReduceOp::Min:
-      return L::has_quiet_NaN ? L::quiet_NaN() : L::max();
-    case ReduceOp::Max:
-      return L::has_quiet_NaN ? L::quiet_NaN() : L::lowest();
-    case ReduceOp::And:
-      if constexpr (std::is_integral_v<T>)
-        return static_cast<T>(~T(0));
-      break;
-    case ReduceOp::Add:  // -0 for floats: -0 + x == x for every x, -0 included
-      if constexpr (std::is_floating_point_v<T>)
-        return -T(0);
-      break;
-    case ReduceOp::Or:
-      break;
-  }
-  return T(0);
-}
-
 template <class T>
 void merge_into(ReduceOp op, void* dst, const void* src, size_t n) {
   auto* d = static_cast<T*>(dst);
@@ -131,7 +106,7 @@ void merge_into(ReduceOp op, void* dst, const void* src, size_t n) {
 
 template <class T>
 void fill_identity(ReduceOp op, void* dst, size_t n) {
-  std::fill_n(static_cast<T*>(dst), n, identity<T>(op));
+  std::fill_n(static_cast<T*>(dst), n, ff::detail::reduce_identity<T>(op));
 }
 
 // Calls f.template operator()<T>() with T the C++ type of `t` (not Bool: the validator

@@ -104,7 +104,7 @@ class KernelEmitter {
                                  Value* mask);
   void emit_lane_reduce(ReduceOp op, ScalarType t, Value* p, Value* v, bool atomic);
   Value* emit_combine(ReduceOp op, ScalarType t, Value* old, Value* v);
-  Value* emit_lane_increment(Value* p, bool atomic);
+  Value* emit_lane_increment(Value* p);
   Value* spill(Value* v);
   void emit_range_report(const IrInstr& in, Value* idx, Value* in_range, Value* mask);
   Value* emit_unary(const IrInstr& in);
@@ -902,15 +902,27 @@ void KernelEmitter::emit_lane_reduce(ReduceOp op, ScalarType t, Value* p, Value*
   b_.SetInsertPoint(done);
 }
 
-// buf[p] += 1 for one lane; returns the element's old value.
-Value* KernelEmitter::emit_lane_increment(Value* p, bool atomic) {
+// buf[p] += 1 for one lane, with a plain load and store when the launch is exclusive, else an
+// atomic add; returns the element's old value.
+Value* KernelEmitter::emit_lane_increment(Value* p) {
   Type* i32 = b_.getInt32Ty();
-  if (atomic)
-    return b_.CreateAtomicRMW(llvm::AtomicRMWInst::Add, p, b_.getInt32(1), llvm::Align(4),
-                              llvm::AtomicOrdering::Monotonic);
+  auto* plain = new_block("scatter_inc_plain");
+  auto* atomic = new_block("scatter_inc_atomic");
+  auto* done = new_block("scatter_inc_lane_done");
+  b_.CreateCondBr(exclusive_, plain, atomic);
+  b_.SetInsertPoint(plain);
   Value* old = b_.CreateAlignedLoad(i32, p, llvm::Align(4));
   b_.CreateAlignedStore(b_.CreateAdd(old, b_.getInt32(1)), p, llvm::Align(4));
-  return old;
+  b_.CreateBr(done);
+  b_.SetInsertPoint(atomic);
+  Value* seen = b_.CreateAtomicRMW(llvm::AtomicRMWInst::Add, p, b_.getInt32(1), llvm::Align(4),
+                                   llvm::AtomicOrdering::Monotonic);
+  b_.CreateBr(done);
+  b_.SetInsertPoint(done);
+  llvm::PHINode* phi = b_.CreatePHI(i32, 2);
+  phi->addIncoming(old, plain);
+  phi->addIncoming(seen, atomic);
+  return phi;
 }
 
 // ScatterInc: the active lanes one by one, in lane order (cttz over the mask bits), each
@@ -925,68 +937,44 @@ Value* KernelEmitter::emit_scatter_inc(const IrInstr& in, Value* tail) {
   Value* ok = b_.CreateAnd(want, in_range);
   Value* base = ptr_[in.a];
   Type* i32 = b_.getInt32Ty();
-  llvm::BasicBlock* from = b_.GetInsertBlock();
-  auto* cont = new_block("scatter_inc_done");
   if (w_ == 1) {
+    llvm::BasicBlock* from = b_.GetInsertBlock();
     auto* lane = new_block("scatter_inc");
-    auto* plain = new_block("scatter_inc_plain");
-    auto* atomic = new_block("scatter_inc_atomic");
+    auto* cont = new_block("scatter_inc_done");
     b_.CreateCondBr(ok, lane, cont);
     b_.SetInsertPoint(lane);
-    Value* p = b_.CreateGEP(i32, base, idx);
-    b_.CreateCondBr(exclusive_, plain, atomic);
-    b_.SetInsertPoint(plain);
-    Value* a = emit_lane_increment(p, false);
-    b_.CreateBr(cont);
-    b_.SetInsertPoint(atomic);
-    Value* c = emit_lane_increment(p, true);
+    Value* old = emit_lane_increment(b_.CreateGEP(i32, base, idx));
+    llvm::BasicBlock* last = b_.GetInsertBlock();
     b_.CreateBr(cont);
     b_.SetInsertPoint(cont);
-    llvm::PHINode* phi = b_.CreatePHI(i32, 3);
+    llvm::PHINode* phi = b_.CreatePHI(i32, 2);
     phi->addIncoming(b_.getInt32(0), from);
-    phi->addIncoming(a, plain);
-    phi->addIncoming(c, atomic);
+    phi->addIncoming(old, last);
     return phi;
   }
   // The old values collect in a stack slot that starts at 0 for every lane.
   Value* zero = llvm::Constant::getNullValue(val_ty(ScalarType::UInt32));
   Value* out_slot = spill(zero);
   Value* bits = b_.CreateZExt(b_.CreateBitCast(ok, b_.getIntNTy(w_)), i32);
-  auto* loop = new_block("scatter_inc_lanes");
-  auto* plain = new_block("scatter_inc_plain");
-  auto* atomic = new_block("scatter_inc_atomic");
-  auto* next_lane = new_block("scatter_inc_next");
-  auto* collect = new_block("scatter_inc_collect");
-  b_.CreateCondBr(b_.CreateICmpNE(bits, b_.getInt32(0)), loop, collect);
-  b_.SetInsertPoint(loop);
-  Value* idx_slot = spill(idx);
+  auto* start = new_block("scatter_inc_lanes");
   auto* lanes = new_block("scatter_inc_lane");
+  auto* collect = new_block("scatter_inc_done");
+  b_.CreateCondBr(b_.CreateICmpNE(bits, b_.getInt32(0)), start, collect);
+  b_.SetInsertPoint(start);
+  Value* idx_slot = spill(idx);
   b_.CreateBr(lanes);
   b_.SetInsertPoint(lanes);
   llvm::PHINode* rest = b_.CreatePHI(i32, 2);
-  rest->addIncoming(bits, loop);
+  rest->addIncoming(bits, start);
   Value* lane = b_.CreateIntrinsic(Intr::cttz, {i32}, {rest, b_.getTrue()});
   Value* i = b_.CreateAlignedLoad(b_.getInt64Ty(), b_.CreateGEP(b_.getInt64Ty(), idx_slot, lane),
                                   llvm::Align(8));
-  Value* p = b_.CreateGEP(i32, base, i);
-  b_.CreateCondBr(exclusive_, plain, atomic);
-  b_.SetInsertPoint(plain);
-  Value* a = emit_lane_increment(p, false);
-  b_.CreateBr(next_lane);
-  b_.SetInsertPoint(atomic);
-  Value* c = emit_lane_increment(p, true);
-  b_.CreateBr(next_lane);
-  b_.SetInsertPoint(next_lane);
-  llvm::PHINode* old = b_.CreatePHI(i32, 2);
-  old->addIncoming(a, plain);
-  old->addIncoming(c, atomic);
+  Value* old = emit_lane_increment(b_.CreateGEP(i32, base, i));
   b_.CreateAlignedStore(old, b_.CreateGEP(i32, out_slot, lane), llvm::Align(4));
   Value* next = b_.CreateAnd(rest, b_.CreateSub(rest, b_.getInt32(1)));
-  rest->addIncoming(next, next_lane);
+  rest->addIncoming(next, b_.GetInsertBlock());
   b_.CreateCondBr(b_.CreateICmpNE(next, b_.getInt32(0)), lanes, collect);
   b_.SetInsertPoint(collect);
-  b_.CreateBr(cont);
-  b_.SetInsertPoint(cont);
   return b_.CreateAlignedLoad(zero->getType(), out_slot, llvm::Align(64));
 }
 

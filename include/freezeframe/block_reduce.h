@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <limits>
 #include <string>
 #include <type_traits>
 
@@ -17,33 +16,6 @@
 
 namespace ff {
 namespace detail {
-
-/// The element that leaves any other unchanged under `op` as scatter_reduce combines (float
-/// Add -0; float Min/Max ignore NaN, so NaN; integer Min/Max the type's largest/smallest
-/// value).
-template <class T>
-T reduce_identity(ReduceOp op) {
-  using L = std::numeric_limits<T>;
-  switch (op) {
-    case ReduceOp::Mul:
-      return T(1);
-    case ReduceOp::Min:
-      return L::has_quiet_NaN ? L::quiet_NaN() : L::max();
-    case ReduceOp::Max:
-      return L::has_quiet_NaN ? L::quiet_NaN() : L::lowest();
-    case ReduceOp::And:
-      if constexpr (std::is_integral_v<T>)
-        return static_cast<T>(~T(0));
-      break;
-    case ReduceOp::Add:  // -0 for floats: a block of -0 sums to -0, as a loop from -0 gives
-      if constexpr (std::is_floating_point_v<T>)
-        return -T(0);
-      break;
-    case ReduceOp::Or:
-      break;
-  }
-  return T(0);
-}
 
 /// Block i of `a` reduced with `op` into element i of a ceil(n / block) array.
 template <class T>
@@ -62,28 +34,9 @@ Array<T> block_reduce_impl(ReduceOp op, const Array<T>& a, uint64_t block) {
   UInt32 slot = arange<UInt32>(n);
   if (b != 1)
     slot = slot / b;
-  switch (op) {
-    case ReduceOp::Add:
-      scatter_reduce(ReduceOp::Add, out, a, slot);
-      break;
-    case ReduceOp::Mul:
-      scatter_reduce(ReduceOp::Mul, out, a, slot);
-      break;
-    case ReduceOp::Min:
-      scatter_reduce(ReduceOp::Min, out, a, slot);
-      break;
-    case ReduceOp::Max:
-      scatter_reduce(ReduceOp::Max, out, a, slot);
-      break;
-    case ReduceOp::And:
-      if constexpr (std::is_integral_v<T>)
-        scatter_reduce(ReduceOp::And, out, a, slot);
-      break;
-    case ReduceOp::Or:
-      if constexpr (std::is_integral_v<T>)
-        scatter_reduce(ReduceOp::Or, out, a, slot);
-      break;
-  }
+  // op was checked against T where the caller named it (ReduceOpFor).
+  Bool all(true);
+  var_scatter(out.id_ptr(), a.id(), slot.id(), all.id(), true, op);
   return out;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 namespace ff {
@@ -15,6 +16,35 @@ enum class ReduceOp : uint8_t { Add = 0, Mul = 1, Min = 2, Max = 3, And = 4, Or 
 const char* to_string(ReduceOp op);
 
 namespace detail {
+
+/// The element x with op(x, v) == v for every v, as scatter_reduce combines: 0 (-0 for float
+/// Add: -0 + -0 is -0), 1 for Mul, all ones for And; NaN for float Min/Max, which ignore NaN;
+/// the type's largest / smallest value for integer Min / Max. Private partial results and block
+/// reductions start from it.
+template <class T>
+T reduce_identity(ReduceOp op) {
+  using L = std::numeric_limits<T>;
+  switch (op) {
+    case ReduceOp::Mul:
+      return T(1);
+    case ReduceOp::Min:
+      return L::has_quiet_NaN ? L::quiet_NaN() : L::max();
+    case ReduceOp::Max:
+      return L::has_quiet_NaN ? L::quiet_NaN() : L::lowest();
+    case ReduceOp::And:
+      if constexpr (std::is_integral_v<T>)
+        return static_cast<T>(~T(0));
+      break;
+    case ReduceOp::Add:
+      if constexpr (std::is_floating_point_v<T>)
+        return -T(0);
+      break;
+    case ReduceOp::Or:
+      break;
+  }
+  return T(0);
+}
+
 // Deliberately not constexpr: reaching it while checking a ReduceOpFor stops the compile, and
 // the compiler's message names it.
 void reduce_op_and_or_need_integer_elements();
