@@ -16,7 +16,7 @@ cd "$src"
 
 # file  allowed  why
 allow="
-backend/llvm/llvm_codegen.cpp 19 emitting: hoisted uniforms, emit_instr's switch (the scatter kinds' cases), gather/scatter range reports
+backend/llvm/llvm_codegen.cpp 16 emitting: hoisted uniforms, emit_instr's switch (the scatter kinds' cases), the range report of emit_active_lanes
 backend/cuda/ptx_codegen.cpp 17 emitting: hoisted uniforms, emit_instr's switch (the scatter kinds' cases), gather/scatter range reports
 tracer/eval.cpp 4 emitting the IR of the tracer's gather and increment variables, with their range reports
 "

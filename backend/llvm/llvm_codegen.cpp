@@ -106,6 +106,7 @@ class KernelEmitter {
   Value* emit_combine(ReduceOp op, ScalarType t, Value* old, Value* v);
   Value* emit_lane_increment(Value* p);
   Value* spill(Value* v);
+  Value* emit_active_lanes(const IrInstr& in, Value* idx, Value* bound, Value* tail);
   void emit_range_report(const IrInstr& in, Value* idx, Value* in_range, Value* mask);
   Value* emit_unary(const IrInstr& in);
   Value* emit_vector_math(const char* name, ScalarType t, llvm::ArrayRef<Value*> args);
@@ -607,11 +608,7 @@ Value* KernelEmitter::emit_gather(const IrInstr& in, Value* tail) {
     return to_reg(in.type, emit_masked_gather(in, tail));
   ScalarType t = in.type;
   Value* idx = as_i64(in.b);
-  Value* in_range = b_.CreateICmpULT(idx, raw_[in.d]);
-  Value* want = and_mask(vals_[in.c], tail);
-  if (in.flags & kIrFlagReportRange)
-    emit_range_report(in, idx, in_range, want);
-  Value* ok = b_.CreateAnd(want, in_range);
+  Value* ok = emit_active_lanes(in, idx, raw_[in.d], tail);
   Type* ty = mem_ty(t);
   llvm::BasicBlock* from = b_.GetInsertBlock();
   auto* load = new_block("gather");
@@ -632,11 +629,7 @@ Value* KernelEmitter::emit_gather(const IrInstr& in, Value* tail) {
 Value* KernelEmitter::emit_masked_gather(const IrInstr& in, Value* tail) {
   ScalarType t = in.type;
   Value* idx = as_i64(in.b);
-  Value* in_range = b_.CreateICmpULT(idx, splat(raw_[in.d]));
-  Value* want = and_mask(vals_[in.c], tail);
-  if (in.flags & kIrFlagReportRange)
-    emit_range_report(in, idx, in_range, want);
-  Value* ok = b_.CreateAnd(want, in_range);
+  Value* ok = emit_active_lanes(in, idx, raw_[in.d], tail);
   Type* ty = vec(mem_ty(t));
   Value* ptrs = b_.CreateGEP(mem_ty(t), ptr_[in.a], idx);
   return b_.CreateMaskedGather(ty, ptrs, align_of(t), ok, llvm::Constant::getNullValue(ty));
@@ -697,11 +690,7 @@ Value* KernelEmitter::emit_stencil_load(const IrInstr& in, Value* tail) {
 void KernelEmitter::emit_scatter(const IrInstr& in, Value* tail) {
   ScalarType t = in.type;
   Value* idx = as_i64(in.b);
-  Value* in_range = b_.CreateICmpULT(idx, splat(raw_[in.e]));
-  Value* want = and_mask(vals_[in.c], tail);
-  if (in.flags & kIrFlagReportRange)
-    emit_range_report(in, idx, in_range, want);
-  Value* ok = b_.CreateAnd(want, in_range);
+  Value* ok = emit_active_lanes(in, idx, raw_[in.e], tail);
   Value* val = to_mem(t, vals_[in.d]);
   if (op_facts(in.op).accumulates) {
     emit_scatter_reduce_lanes(in, ptr_[in.a], idx, val, ok);
@@ -930,11 +919,7 @@ Value* KernelEmitter::emit_lane_increment(Value* p) {
 // values as a serial loop does.
 Value* KernelEmitter::emit_scatter_inc(const IrInstr& in, Value* tail) {
   Value* idx = as_i64(in.b);
-  Value* in_range = b_.CreateICmpULT(idx, splat(raw_[in.e]));
-  Value* want = and_mask(vals_[in.c], tail);
-  if (in.flags & kIrFlagReportRange)
-    emit_range_report(in, idx, in_range, want);
-  Value* ok = b_.CreateAnd(want, in_range);
+  Value* ok = emit_active_lanes(in, idx, raw_[in.e], tail);
   Value* base = ptr_[in.a];
   Type* i32 = b_.getInt32Ty();
   if (w_ == 1) {
@@ -976,6 +961,17 @@ Value* KernelEmitter::emit_scatter_inc(const IrInstr& in, Value* tail) {
   b_.CreateCondBr(b_.CreateICmpNE(next, b_.getInt32(0)), lanes, collect);
   b_.SetInsertPoint(collect);
   return b_.CreateAlignedLoad(zero->getType(), out_slot, llvm::Align(64));
+}
+
+// The lanes a gather or scatter `in` with index `idx` (as i64) touches: its mask (c) and the
+// launch's tail where the index is below `bound`; out-of-range lanes of the mask are reported
+// first when the instruction carries a range report.
+Value* KernelEmitter::emit_active_lanes(const IrInstr& in, Value* idx, Value* bound, Value* tail) {
+  Value* in_range = b_.CreateICmpULT(idx, splat(bound));
+  Value* want = and_mask(vals_[in.c], tail);
+  if (in.flags & kIrFlagReportRange)
+    emit_range_report(in, idx, in_range, want);
+  return b_.CreateAnd(want, in_range);
 }
 
 // Debug range check: word 1 of the report buffer receives the index of an offending lane

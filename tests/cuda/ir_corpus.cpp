@@ -220,6 +220,28 @@ struct Builder {
 
   void store(uint32_t p, uint32_t v) { emit(IrOp::Store, c.ir.params[p].type, {p, v}); }
 
+  /// The parameters of scatter(): its target and its range report's words.
+  struct ScatterParams {
+    uint32_t target, report;
+  };
+
+  /// One scatter of kind `op` (Scatter, ScatterAdd ... ScatterOr) of `vals` (type t) at the
+  /// indices `idx` (type it) where `mask` is set, into a target holding `init`, bounded at
+  /// `bound`, with a range report when `report`.
+  ScatterParams scatter(IrOp op, ScalarType t, ScalarType it, const std::vector<uint64_t>& init,
+                        const std::vector<uint64_t>& idx, const std::vector<uint64_t>& mask,
+                        const std::vector<uint64_t>& vals, uint64_t bound, bool report) {
+    uint32_t pd = inout(t, init);
+    uint32_t pi = in(it, idx);
+    uint32_t pm = in(ScalarType::Bool, mask);
+    uint32_t pv = in(t, vals);
+    uint32_t pn = scalar(ScalarType::UInt64, bound);
+    uint32_t pr = inout(ScalarType::UInt64, {0, 0});
+    uint32_t li = load(pi), lm = load(pm), lv = load(pv);
+    emit(op, t, {pd, li, lm, lv, pn}, report ? pr : 0, report ? kIrFlagReportRange : 0);
+    return {pd, pr};
+  }
+
   CorpusCase finish() {
     c.ir.validate();
     c.ir.finalize();
@@ -513,15 +535,8 @@ void scatter_cases(std::vector<CorpusCase>& out) {
           perm[kN / 3] = bound + 7;
           mask[kN / 3] = 1;
         }
-        uint32_t pd = b.inout(t, values(t, cap, 1, 14));
-        uint32_t pi = b.in(it, perm);
-        uint32_t pm = b.in(ScalarType::Bool, mask);
-        uint32_t pv = b.in(t, values(t, kN, 0, 15));
-        uint32_t pn = b.scalar(ScalarType::UInt64, bound);
-        uint32_t pr = b.inout(ScalarType::UInt64, {0, 0});
-        uint32_t li = b.load(pi), lm = b.load(pm), lv = b.load(pv);
-        b.emit(IrOp::Scatter, t, {pd, li, lm, lv, pn}, report ? pr : 0,
-               report ? kIrFlagReportRange : 0);
+        b.scatter(IrOp::Scatter, t, it, values(t, cap, 1, 14), perm, mask, values(t, kN, 0, 15),
+                  bound, report);
         out.push_back(b.finish());
       }
   for (ScalarType t : kNumeric)
@@ -543,15 +558,7 @@ void scatter_cases(std::vector<CorpusCase>& out) {
         std::vector<uint64_t> init(cap);
         for (size_t i = 0; i < cap; ++i)
           init[i] = from_double(t, static_cast<double>(i % 3));
-        uint32_t pd = b.inout(t, init);
-        uint32_t pi = b.in(it, idx);
-        uint32_t pm = b.in(ScalarType::Bool, mask);
-        uint32_t pv = b.in(t, vals);
-        uint32_t pn = b.scalar(ScalarType::UInt64, bound);
-        uint32_t pr = b.inout(ScalarType::UInt64, {0, 0});
-        uint32_t li = b.load(pi), lm = b.load(pm), lv = b.load(pv);
-        b.emit(IrOp::ScatterAdd, t, {pd, li, lm, lv, pn}, report ? pr : 0,
-               report ? kIrFlagReportRange : 0);
+        b.scatter(IrOp::ScatterAdd, t, it, init, idx, mask, vals, bound, report);
         out.push_back(b.finish());
       }
 }
@@ -704,14 +711,7 @@ void scatter_reduction_cases(std::vector<CorpusCase>& out) {
             for (size_t i = 0; i < cap; ++i)
               init[i] = e[(i * 5) % e.size()];
           }
-          uint32_t pd = b.inout(t, init);
-          uint32_t pi = b.in(it, idx);
-          uint32_t pm = b.in(ScalarType::Bool, mask);
-          uint32_t pv = b.in(t, vals);
-          uint32_t pn = b.scalar(ScalarType::UInt64, bound);
-          uint32_t pr = b.inout(ScalarType::UInt64, {0, 0});
-          uint32_t li = b.load(pi), lm = b.load(pm), lv = b.load(pv);
-          b.emit(r.op, t, {pd, li, lm, lv, pn}, report ? pr : 0, report ? kIrFlagReportRange : 0);
+          auto [pd, pr] = b.scatter(r.op, t, it, init, idx, mask, vals, bound, report);
           std::vector<uint64_t> words = {0, 0};
           b.c.expect = b.c.init;
           b.c.expect[pd] =
