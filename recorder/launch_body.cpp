@@ -53,21 +53,28 @@ void append_launch(LaunchBody& body, const KernelIR& ir, std::span<const LaunchA
   }
 
   // What the body already knows per parameter at this lane: the value it stored last, or the
-  // value it loaded.
+  // value it loaded. Only top-level accesses count: inside a region (a branch, a loop body that
+  // may run again) an access runs for some lanes or several times, so a store there makes the
+  // parameter unknown and a load there is never forwarded (it reads memory, which is right).
   std::vector<uint32_t> stored(out.params.size(), kNoOperand),
       loaded(out.params.size(), kNoOperand);
+  std::vector<uint16_t> out_depth = region_depths(out);
   for_each_instr(out, [&](uint32_t k, const IrInstr& in) {
     LaneAccess la = lane_access(in);
-    if (la.writes())
+    if (la.writes() && out_depth[k]) {
+      stored[la.param] = loaded[la.param] = kNoOperand;
+    } else if (la.writes()) {
       stored[la.param] = la.value;
-    else if (la.reads() && loaded[la.param] == kNoOperand)
+    } else if (la.reads() && !out_depth[k] && loaded[la.param] == kNoOperand) {
       loaded[la.param] = k;
+    }
   });
 
+  std::vector<uint16_t> depth = region_depths(ir);
   std::vector<uint32_t> vmap(ir.instrs.size(), kNoOperand);
   for (size_t k = 0; k < ir.instrs.size(); ++k) {
     IrInstr in = ir.instrs[k];
-    if (lane_access(in).reads()) {
+    if (lane_access(in).reads() && !depth[k]) {
       uint32_t p = pmap[lane_access(in).param];
       if (stored[p] != kNoOperand) {
         vmap[k] = stored[p];
@@ -84,7 +91,9 @@ void append_launch(LaunchBody& body, const KernelIR& ir, std::span<const LaunchA
     out.instrs.push_back(in);
     vmap[k] = index;
     LaneAccess la = lane_access(in);
-    if (la.reads())
+    if (la.writes() && depth[k])
+      stored[la.param] = loaded[la.param] = kNoOperand;
+    else if (la.reads() && !depth[k])
       loaded[la.param] = index;
     else if (la.writes())
       stored[la.param] = la.value;
@@ -99,14 +108,19 @@ bool remove_dead_work(LaunchBody& body, const std::function<bool(uint32_t param)
   // One backward walk (operands precede their users). Side effects that stay: a store the
   // caller keeps and no later store overwrites first, every scatter, and an increment whose
   // buffer the caller keeps or a later instruction that stays accesses (another increment
-  // counts on it), or whose value something that stays uses. Then what they need.
+  // counts on it), or whose value something that stays uses; every side effect inside a
+  // region (it may run again, after what follows it in the list) and every region marker.
+  // A store inside a region hides nothing (not every lane runs it). Then what they need.
+  std::vector<uint16_t> depth = region_depths(ir);
   std::vector<uint8_t> overwritten(ir.params.size(), 0), accessed_later(ir.params.size(), 0);
   bool any_effect = false;
   for (size_t k = n; k-- > 0;) {
     const IrInstr& in = ir.instrs[k];
     LaneAccess la = lane_access(in);
     bool effect = false;
-    if (la.writes()) {
+    if (depth[k] && op_facts(in.op).side_effect) {
+      effect = true;
+    } else if (la.writes()) {
       effect = !overwritten[la.param] && keep_store(la.param);
     } else if (op_facts(in.op).side_effect) {
       effect = true;
@@ -121,7 +135,7 @@ bool remove_dead_work(LaunchBody& body, const std::function<bool(uint32_t param)
       if (!is_buffer_access(u.access))
         return;
       // A store hides what is before it; the rest see it.
-      overwritten[u.param] = u.access == ParamAccess::LaneWrite;
+      overwritten[u.param] = u.access == ParamAccess::LaneWrite && !depth[k];
       accessed_later[u.param] |= live[k];
     });
     if (live[k])

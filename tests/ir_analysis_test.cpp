@@ -103,6 +103,17 @@ const Expect kExpect[] = {
     {IrOp::ScatterAnd, "Avvvn", Y, Y, Y, C::ScatterAdd},
     {IrOp::ScatterOr, "Avvvn", Y, Y, Y, C::ScatterAdd},
     {IrOp::ScatterInc, "Ivv.n", Y, Y, Y, C::ScatterAdd},
+    // Region markers: side effects (never removed alone), no parameters.
+    {IrOp::LoopBegin, ".....", Y, N, N, C::Cheap},
+    {IrOp::LoopVar, "v....", Y, N, N, C::Cheap},
+    {IrOp::LoopCond, "v....", Y, N, N, C::Cheap},
+    {IrOp::IfBegin, "v....", Y, N, N, C::Cheap},
+    {IrOp::IfElse, ".....", Y, N, N, C::Cheap},
+    {IrOp::CallBegin, "v....", Y, N, N, C::Cheap},
+    {IrOp::CallCase, ".....", Y, N, N, C::Cheap},
+    {IrOp::Yield, "v....", Y, N, N, C::Cheap},
+    {IrOp::EndRegion, ".....", Y, N, N, C::Cheap},
+    {IrOp::Result, ".....", Y, N, N, C::Cheap},
 };
 static_assert(std::size(kExpect) == size_t{kNumIrOps}, "one expectation per opcode");
 
@@ -263,7 +274,9 @@ TEST_CASE("the IR analysis states every opcode's operands, accesses and facts", 
     CHECK(operand_roles(e.op).values == values);
     CHECK(operand_roles(e.op).params == params);
     CHECK(f.side_effect == e.side_effect);
-    CHECK(f.defines_value == (!e.side_effect || e.op == IrOp::ScatterInc));
+    CHECK(f.defines_value == (!e.side_effect || e.op == IrOp::ScatterInc || e.op == IrOp::LoopVar ||
+                              e.op == IrOp::Result));
+    CHECK((f.region != RegionRole::None) == (e.op >= IrOp::LoopBegin));
     CHECK(f.reports_range == e.reports_range);
     CHECK(f.accumulates == e.accumulates);
     CHECK(f.cost == e.cost);
@@ -276,6 +289,9 @@ TEST_CASE("the IR analysis states every opcode's operands, accesses and facts", 
 TEST_CASE("the IR analysis agrees with the validator on every opcode", "[ir]") {
   constexpr uint32_t kGarbage = 0xDEAD0007u;
   for (const Expect& e : kExpect) {
+    // A region marker is never valid alone (kernel_ir_test.cpp checks region structure).
+    if (op_facts(e.op).region != RegionRole::None)
+      continue;
     for (bool report : {false, true}) {
       if (report && !e.reports_range)
         continue;

@@ -176,7 +176,7 @@ TEST_CASE("kernel IR validation refuses bad parameters and headers of instructio
        [](KernelIR& ir) { ir.params[2].type = static_cast<ScalarType>(7); },
        "kernel IR parameter 2: invalid type"},
       {"an invalid opcode", [](KernelIR& ir) { ir.emit(static_cast<IrOp>(kNumIrOps), kF); },
-       "instruction 0 (invalid-op): invalid opcode 69"},
+       "instruction 0 (invalid-op): invalid opcode 79"},
       {"an invalid result type",
        [](KernelIR& ir) { ir.emit(IrOp::Literal, static_cast<ScalarType>(7)); },
        "instruction 0 (literal): invalid type"},

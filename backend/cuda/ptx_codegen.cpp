@@ -503,6 +503,19 @@ std::string KernelEmitter::emit_instr(const IrInstr& in, const std::string& i, u
     }
     case IrOp::Select:
       return emit_select(t, val(in.a, u), val(in.b, u), val(in.c, u));
+    case IrOp::LoopBegin:
+    case IrOp::LoopVar:
+    case IrOp::LoopCond:
+    case IrOp::IfBegin:
+    case IrOp::IfElse:
+    case IrOp::CallBegin:
+    case IrOp::CallCase:
+    case IrOp::Yield:
+    case IrOp::EndRegion:
+    case IrOp::Result:
+      throw BackendError("cuda backend: kernel " + ir_.hash.to_hex() +
+                         " has control-flow regions (loops, branches, calls), which PTX code "
+                         "generation does not support yet; run it on the LLVM backend");
   }
   return {};
 }

@@ -75,6 +75,16 @@ constexpr OpFacts scatter_inc() {
   return f;
 }
 
+/// A region marker reading the values `values`; LoopVar and Result define one.
+constexpr OpFacts marker(RegionRole role, uint8_t values) {
+  OpFacts f;
+  f.roles = {values, 0};
+  f.side_effect = true;
+  f.defines_value = role == RegionRole::Var || role == RegionRole::Result;
+  f.region = role;
+  return f;
+}
+
 constexpr std::array<OpFacts, kNumIrOps> make_table() {
   std::array<OpFacts, kNumIrOps> t{};
   auto set = [&t](IrOp op, OpFacts f) { t[static_cast<size_t>(op)] = f; };
@@ -110,6 +120,16 @@ constexpr std::array<OpFacts, kNumIrOps> make_table() {
   set(IrOp::Mod, pure(fa | fb, C::Divide));
   set(IrOp::Fma, pure(fa | fb | fc));
   set(IrOp::Select, pure(fa | fb | fc));
+  set(IrOp::LoopBegin, marker(RegionRole::Open, 0));
+  set(IrOp::LoopVar, marker(RegionRole::Var, fa));
+  set(IrOp::LoopCond, marker(RegionRole::Cond, fa));
+  set(IrOp::IfBegin, marker(RegionRole::Open, fa));
+  set(IrOp::IfElse, marker(RegionRole::Part, 0));
+  set(IrOp::CallBegin, marker(RegionRole::Open, fa));
+  set(IrOp::CallCase, marker(RegionRole::Part, 0));
+  set(IrOp::Yield, marker(RegionRole::Yield, fa));
+  set(IrOp::EndRegion, marker(RegionRole::Close, 0));
+  set(IrOp::Result, marker(RegionRole::Result, 0));
   return t;
 }
 
@@ -197,6 +217,26 @@ std::vector<ParamSummary> param_summary(const KernelIR& ir) {
     });
   });
   return s;
+}
+
+std::vector<uint16_t> region_depths(const KernelIR& ir) {
+  std::vector<uint16_t> depth(ir.instrs.size(), 0);
+  uint16_t d = 0;
+  for_each_instr(ir, [&](uint32_t k, const IrInstr& in) {
+    RegionRole role = op_facts(in.op).region;
+    if (role == RegionRole::Open)
+      ++d;
+    depth[k] = d;
+    if (role == RegionRole::Close && d > 0)
+      --d;
+  });
+  return depth;
+}
+
+bool has_regions(const KernelIR& ir) {
+  bool any = false;
+  for_each_instr(ir, [&](uint32_t, const IrInstr& in) { any = any || is_region_marker(in); });
+  return any;
 }
 
 bool order_dependent(const KernelIR& ir) {

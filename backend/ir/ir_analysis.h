@@ -14,9 +14,9 @@
 // backend/ir/ does not switch on opcodes to decide these things (tests/ir_opcode_decisions.sh
 // checks); the code generators switch on opcodes only to emit each one.
 //
-// Regions: the kernel-level walk for_each_instr() is the one place that visits a kernel's
-// instructions for an analysis; when the IR gains regions (loop bodies, branches), it recurses
-// into them there, and param_summary() and every per-kernel consumer built on it follow.
+// Regions: loops, branches and calls are runs of the one instruction list between markers
+// (RegionRole), so for_each_instr() and every per-kernel consumer built on it see a scatter
+// inside a loop body as a scatter; region_depths() tells what runs conditionally.
 #pragma once
 
 #include <cstdint>
@@ -87,6 +87,18 @@ enum class CostClass : uint8_t {
   Transcendental,  // Exp, Log, Sin, Cos, Tan, ..., Atan2, Pow: a libm-class routine
 };
 
+/// The part an instruction plays in the IR's structured regions (kernel_ir.h, "Regions").
+enum class RegionRole : uint8_t {
+  None = 0,  // an ordinary instruction
+  Open,      // LoopBegin, IfBegin, CallBegin: opens a region
+  Var,       // LoopVar: a loop's carried value
+  Cond,      // LoopCond: ends a loop's condition
+  Part,      // IfElse, CallCase: ends one part of a region and starts the next
+  Yield,     // Yield: a value handed out of a part
+  Close,     // EndRegion
+  Result,    // Result: a value of the region just closed
+};
+
 /// Everything the IR says about an opcode apart from its semantics and typing rules.
 struct OpFacts {
   OperandRoles roles;          // fields naming values (bit 0 = a ... bit 4 = e), and parameters
@@ -100,6 +112,8 @@ struct OpFacts {
   ReduceOp reduce = ReduceOp::Add;  // accumulates: how the value combines with the element
                                     // (ScatterInc: Add, of 1)
   CostClass cost = CostClass::Cheap;
+  RegionRole region = RegionRole::None;  // region markers are side effects (never removed
+                                         // alone) that code generators emit as control flow
 };
 
 /// The facts of `op`; an opcode outside [0, kNumIrOps) (invalid IR) has no operands.
@@ -203,13 +217,28 @@ inline bool order_dependent(const IrInstr& in) {
 }
 
 /// The one walk over a kernel's instructions for an analysis: calls `f(uint32_t k, const
-/// IrInstr&)` for every instruction in order. When the IR gains regions (loop bodies,
-/// branches), this is where the walk recurses into them.
+/// IrInstr&)` for every instruction in order. Regions are runs of the same list between their
+/// markers, so the walk visits their contents too (region_depths() says how deep each is).
 template <class F>
 void for_each_instr(const KernelIR& ir, F&& f) {
   for (size_t k = 0; k < ir.instrs.size(); ++k)
     f(static_cast<uint32_t>(k), ir.instrs[k]);
 }
+
+/// Whether `in` is a region marker (anything but RegionRole::None).
+inline bool is_region_marker(const IrInstr& in) {
+  return op_facts(in.op).region != RegionRole::None;
+}
+
+/// Per instruction of `ir`, how many regions enclose it: 0 at the top level. An Open and its
+/// Close count as inside their region; a Result, a value of the enclosing part, does not. For
+/// analyses that treat what runs
+/// conditionally or repeatedly differently (the optimiser's forwarding and dead-work removal,
+/// work estimates); IR that fails validation gets depths clamped at 0.
+std::vector<uint16_t> region_depths(const KernelIR& ir);
+
+/// Whether `ir` has any region.
+bool has_regions(const KernelIR& ir);
 
 /// How a whole kernel uses one parameter: the set of its accesses.
 struct ParamSummary {

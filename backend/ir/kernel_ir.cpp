@@ -1,6 +1,7 @@
 // Kernel IR: canonical serialisation (the kernel's identity), validation, listing.
 #include "backend/ir/kernel_ir.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 
@@ -46,7 +47,9 @@ const char* to_string(IrOp op) {
       "atanh",       "exp2",        "log2",       "erf",         "cbrt",
       "round",       "trunc",       "popcnt",     "clz",         "ctz",
       "atan2",       "pow",         "copysign",   "scatter_mul", "scatter_min",
-      "scatter_max", "scatter_and", "scatter_or", "scatter_inc"};
+      "scatter_max", "scatter_and", "scatter_or", "scatter_inc", "loop",
+      "loop_var",    "loop_cond",   "if",         "else",        "call",
+      "case",        "yield",       "end",        "result"};
   auto i = static_cast<unsigned>(op);
   return i < kNumIrOps ? names[i] : "invalid-op";
 }
@@ -258,6 +261,8 @@ class IrValidator {
 
   void run() {
     check_params();
+    scope_.assign(ir_.instrs.size(), 0);
+    open_parts_.assign(1, 0);
     for (k_ = 0; k_ < ir_.instrs.size(); ++k_) {
       const IrInstr& in = ir_.instrs[k_];
       if (static_cast<unsigned>(in.op) >= kNumIrOps)
@@ -266,10 +271,21 @@ class IrValidator {
         fail("invalid type");
       check_flags(in);
       param_operands(in);
+      scope_[k_] = open_parts_.back();
+      if (structure(in))
+        continue;
       if (leaf(in) || memory(in) || unary(in) || binary(in) || compare(in) || ternary(in))
         continue;
       FF_ASSERT(false, "kernel IR opcode {} has no validation rule", to_string(in.op));
     }
+    if (!open_.empty())
+      throw FormatError("kernel IR: the region opened at instruction " +
+                        std::to_string(open_.back().begin) + " (" +
+                        ff::to_string(ir_.instrs[open_.back().begin].op) + ") is not closed");
+    if (n_results_ < results_.size())
+      throw FormatError("kernel IR: the region closed by the last instruction needs " +
+                        std::to_string(results_.size()) + " results, the kernel ends after " +
+                        std::to_string(n_results_));
   }
 
  private:
@@ -328,13 +344,17 @@ class IrValidator {
     });
   }
 
-  /// The type of value operand `v`: an earlier instruction that defines a value.
+  /// The type of value operand `v`: an earlier instruction that defines a value, outside
+  /// every region this instruction is not in.
   ScalarType value(uint32_t v, const char* role) const {
     if (v >= k_)
       fail(std::string(role) + " names value " + std::to_string(v) +
            ", which is not an earlier instruction");
     if (!op_facts(ir_.instrs[v].op).defines_value)
       fail(std::string(role) + " names value " + std::to_string(v) + ", a side effect");
+    if (std::find(open_parts_.begin(), open_parts_.end(), scope_[v]) == open_parts_.end())
+      fail(std::string(role) + " names value " + std::to_string(v) +
+           ", defined inside a region part this instruction is not in");
     return ir_.instrs[v].type;
   }
 
@@ -381,6 +401,145 @@ class IrValidator {
   ScalarType type() const { return ir_.instrs[k_].type; }
 
   bool numeric() const { return type() != ScalarType::Bool; }
+
+  // --- regions: markers in order, carried values and yields matched, values scoped ---------
+  struct OpenRegion {
+    IrOp op = IrOp::LoopBegin;       // LoopBegin, IfBegin or CallBegin
+    uint32_t begin = 0;              // its instruction
+    uint64_t parts = 1;              // parts started so far
+    int stage = 0;                   // loops: 0 carried values, 1 condition, 2 body
+    std::vector<ScalarType> vars;    // loops: the carried values' types
+    std::vector<ScalarType> yields;  // the current part's yields so far
+    std::vector<ScalarType> first;   // branches and calls: the first part's yields
+  };
+
+  void new_part() { open_parts_.push_back(next_part_++); }
+
+  /// Ends the current part of the innermost region: its yields must match the carried values
+  /// (a loop) or the first part's (the other parts of a branch or call).
+  void end_part(OpenRegion& r) {
+    const std::vector<ScalarType>& want = r.op == IrOp::LoopBegin ? r.vars : r.first;
+    if (r.op != IrOp::LoopBegin && r.parts == 1) {
+      r.first = r.yields;
+    } else if (r.yields != want) {
+      fail("the part ends with " + std::to_string(r.yields.size()) +
+           " yields that do not match the " + std::to_string(want.size()) +
+           (r.op == IrOp::LoopBegin ? " carried values" : " of the region's first part") +
+           " in number and types");
+    }
+    r.yields.clear();
+    open_parts_.pop_back();
+  }
+
+  /// Region markers and the rules of order every instruction obeys around them; returns
+  /// whether `in` was a marker.
+  bool structure(const IrInstr& in) {
+    RegionRole role = op_facts(in.op).region;
+    if (n_results_ < results_.size()) {
+      if (role != RegionRole::Result)
+        fail("the region closed at instruction " + std::to_string(closed_at_) + " needs " +
+             std::to_string(results_.size()) + " results, it has " + std::to_string(n_results_));
+    } else if (role == RegionRole::Result) {
+      fail("a result must follow the end of a region, one per yield");
+    }
+    if (!open_.empty()) {
+      OpenRegion& r = open_.back();
+      if (!r.yields.empty() && role != RegionRole::Yield && role != RegionRole::Part &&
+          role != RegionRole::Close)
+        fail("yields must end their part: only yields and the part's end may follow one");
+      if (r.op == IrOp::LoopBegin && r.stage == 0 && role != RegionRole::Var)
+        r.stage = 1;
+    }
+    if (role == RegionRole::None)
+      return false;
+    if (in.op != IrOp::LoopVar && in.op != IrOp::Yield && in.op != IrOp::Result &&
+        type() != ScalarType::Bool)
+      fail("a region marker has type bool");
+    OpenRegion* r = open_.empty() ? nullptr : &open_.back();
+    switch (in.op) {
+      case IrOp::LoopBegin:
+      case IrOp::IfBegin:
+      case IrOp::CallBegin: {
+        if (in.op == IrOp::IfBegin && value(in.a, "mask") != ScalarType::Bool)
+          fail("mask must be bool");
+        if (in.op == IrOp::CallBegin) {
+          if (value(in.a, "index") != ScalarType::UInt32)
+            fail("index must be uint32");
+          if (in.imm < 1 || in.imm > kMaxCallTargets)
+            fail("needs 1 to " + std::to_string(kMaxCallTargets) + " targets, not " +
+                 std::to_string(in.imm));
+        }
+        if (open_.size() >= static_cast<size_t>(kMaxRegionDepth))
+          fail("regions nest deeper than " + std::to_string(kMaxRegionDepth));
+        OpenRegion opened;
+        opened.op = in.op;
+        opened.begin = static_cast<uint32_t>(k_);
+        open_.push_back(std::move(opened));
+        new_part();
+        return true;
+      }
+      case IrOp::LoopVar:
+        if (!r || r->op != IrOp::LoopBegin || r->stage != 0)
+          fail("carried values must directly follow their LoopBegin");
+        if (value(in.a, "initial value") != type() || in.a >= r->begin)
+          fail("the initial value must be of the carried value's type, defined before the loop");
+        r->vars.push_back(type());
+        scope_[k_] = open_parts_.back();
+        return true;
+      case IrOp::LoopCond:
+        if (!r || r->op != IrOp::LoopBegin || r->stage != 1)
+          fail("a loop condition must end the condition part of a loop");
+        if (value(in.a, "condition") != ScalarType::Bool)
+          fail("condition must be bool");
+        r->stage = 2;
+        return true;
+      case IrOp::IfElse:
+      case IrOp::CallCase:
+        if (!r || r->op != (in.op == IrOp::IfElse ? IrOp::IfBegin : IrOp::CallBegin) ||
+            r->parts >= (in.op == IrOp::IfElse ? 2 : ir_.instrs[r->begin].imm))
+          fail(in.op == IrOp::IfElse ? "else must separate the two parts of an if"
+                                     : "more cases than the call has targets");
+        end_part(*r);
+        ++r->parts;
+        new_part();
+        return true;
+      case IrOp::Yield:
+        if (!r || (r->op == IrOp::LoopBegin && r->stage != 2))
+          fail("a yield must end a loop body or a part of a branch or call");
+        if (value(in.a, "value") != type())
+          fail("a yield has its value's type");
+        r->yields.push_back(type());
+        return true;
+      case IrOp::EndRegion: {
+        if (!r)
+          fail("no region is open");
+        if (r->op == IrOp::LoopBegin && r->stage != 2)
+          fail("the loop has no condition");
+        uint64_t want = r->op == IrOp::LoopBegin ? 1
+                        : r->op == IrOp::IfBegin ? 2
+                                                 : ir_.instrs[r->begin].imm;
+        if (r->parts != want)
+          fail("the region has " + std::to_string(r->parts) + " parts, not " +
+               std::to_string(want));
+        end_part(*r);
+        results_ = r->op == IrOp::LoopBegin ? r->vars : r->first;
+        n_results_ = 0;
+        closed_at_ = static_cast<uint32_t>(k_);
+        open_.pop_back();
+        scope_[k_] = open_parts_.back();
+        return true;
+      }
+      case IrOp::Result:
+        if (type() != results_[n_results_])
+          fail("result " + std::to_string(n_results_) + " has type " +
+               ff::to_string(results_[n_results_]));
+        ++n_results_;
+        return true;
+      default:
+        FF_ASSERT(false, "region marker {} has no validation rule", ff::to_string(in.op));
+        return true;
+    }
+  }
 
   // --- opcode families (each returns whether it handled the opcode) ------------------------
   bool leaf(const IrInstr& in) const {
@@ -571,6 +730,13 @@ class IrValidator {
 
   const KernelIR& ir_;
   size_t k_ = 0;
+  std::vector<uint32_t> scope_;       // per instruction: the region part it belongs to (0: top)
+  std::vector<uint32_t> open_parts_;  // the parts open at this instruction, outermost first
+  uint32_t next_part_ = 1;
+  std::vector<OpenRegion> open_;
+  std::vector<ScalarType> results_;  // the Results the region just closed needs
+  size_t n_results_ = 0;
+  uint32_t closed_at_ = 0;
 };
 
 }  // namespace
@@ -593,13 +759,20 @@ std::string KernelIR::to_string() const {
   for (size_t i = 0; i < params.size(); ++i)
     s += "  param " + std::to_string(i) + ": " + ff::to_string(params[i].kind) + " " +
          ff::to_string(params[i].type) + "\n";
+  // Region contents are indented one step per level (region_depths()).
+  std::vector<uint16_t> depth = region_depths(*this);
   for (size_t k = 0; k < instrs.size(); ++k) {
     const IrInstr& in = instrs[k];
-    s += "  %" + std::to_string(k) + " = " + ff::to_string(in.op) + "." + ff::to_string(in.type);
+    RegionRole role = op_facts(in.op).region;
+    bool outdent = role == RegionRole::Open || role == RegionRole::Part ||
+                   role == RegionRole::Close || role == RegionRole::Cond;
+    s.append(2 * (1 + depth[k] - (outdent && depth[k] ? 1 : 0)), ' ');
+    s += "%" + std::to_string(k) + " = " + ff::to_string(in.op) + "." + ff::to_string(in.type);
     for (uint32_t v : {in.a, in.b, in.c, in.d, in.e})
       if (v != kNoOperand)
         s.append(" ").append(std::to_string(v));
-    if (in.op == IrOp::Literal || in.flags)
+    if (in.op == IrOp::Literal || in.flags || in.op == IrOp::CallBegin ||
+        (in.op == IrOp::LoopBegin && in.imm != kNoIterationLimit))
       s.append(" imm=").append(std::to_string(in.imm));
     s.append("\n");
   }

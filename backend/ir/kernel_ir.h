@@ -104,8 +104,38 @@ enum class IrOp : uint8_t {
   // Atomically buf[index] += 1; the value is the element before the increment (0 where masked
   // or out of range, which increment nothing).
   ScatterInc = 68,
+  // Structured regions (docs/kernel-ir.md, "Regions"). A region is a run of instructions
+  // between an opening marker and EndRegion, executed by the lanes that enter it; it defines
+  // values for the instructions after it only through the Results that directly follow its
+  // EndRegion. Markers define no value except LoopVar and Result; their type is Bool.
+  LoopBegin = 69,  // opens a loop; imm: the most iterations (kNoIterationLimit: none). Directly
+                   // followed by its carried values (LoopVar), then the condition, LoopCond,
+                   // the body, one Yield per carried value, EndRegion and one Result per
+                   // carried value (its final value)
+  LoopVar = 70,    // a: initial value (defined before the loop). Defines the carried value as
+                   // seen by the condition and the body of this iteration; type = a's type
+  LoopCond = 71,   // a: Bool. Ends the condition: a lane where it is false leaves the loop
+  IfBegin = 72,    // a: Bool mask. The lanes where it is true run the first part, the others
+                   // the second (after IfElse). Both parts end with the same Yields
+  IfElse = 73,     // separates the two parts of an IfBegin
+  CallBegin = 74,  // a: UInt32 index; imm: the number of targets N (1 ... kMaxCallTargets).
+                   // Lane l runs target index[l]; a lane whose index is >= N runs none and
+                   // gets zeros as results. Targets are separated by CallCase and end with
+                   // the same Yields
+  CallCase = 75,   // starts the next target of a CallBegin
+  Yield = 76,      // a: value. Ends a part: a loop's next carried values, in LoopVar order, or
+                   // a branch's or target's results; type = a's type
+  EndRegion = 77,  // closes the innermost open region
+  Result = 78,     // defines one result of the region just closed, in Yield order; type = the
+                   // Yields' type
 };
-inline constexpr int kNumIrOps = 69;
+inline constexpr int kNumIrOps = 79;
+
+/// LoopBegin's imm when the loop has no iteration limit.
+inline constexpr uint64_t kNoIterationLimit = ~uint64_t{0};
+/// The most targets a CallBegin may have, and the deepest nesting of regions.
+inline constexpr uint64_t kMaxCallTargets = 1024;
+inline constexpr int kMaxRegionDepth = 32;
 const char* to_string(IrOp op);
 
 /// Which operand fields of an instruction with opcode `op` it uses (bit 0 = a, ... bit 4 = e):

@@ -35,7 +35,9 @@ class KernelEmitter {
         module_(module),
         b_(ctx_),
         w_(style == LoopStyle::Scalar ? 1 : target.lanes),
-        interleave_(style == LoopStyle::VectorSplitTail ? interleave : 1) {}
+        // Interleaving emits instruction k of every copy before k + 1 of any, which control
+        // flow cannot follow: kernels with regions run one vector at a time.
+        interleave_(style == LoopStyle::VectorSplitTail && !has_regions(ir) ? interleave : 1) {}
 
   void emit(const std::string& name);
 
@@ -91,6 +93,13 @@ class KernelEmitter {
   void hoist_division_magic(uint32_t divisor);
   void find_stencil_indices();
   void emit_body(Value* i, Value* tail);
+  void emit_part(size_t& k, Value* i, Value* mask, std::vector<Value*>* yields);
+  void emit_loop(size_t& k, Value* i, Value* mask);
+  void emit_if(size_t& k, Value* i, Value* mask);
+  void emit_call(size_t& k, Value* i, Value* mask);
+
+  Value* any_lane(Value* mask) { return w_ > 1 ? b_.CreateOrReduce(mask) : mask; }
+
   void emit_interleaved_body(Value* i);
   Value* emit_instr(const IrInstr& in, Value* i, Value* tail);
   Value* emit_index(ScalarType t, Value* i);
@@ -358,7 +367,7 @@ Value* KernelEmitter::lane_offsets() {
 // memory, no index, no parameter), so that it is uniform when they all are; 0 for the others.
 int pure_operands(IrOp op) {
   OperandRoles roles = operand_roles(op);
-  return roles.params ? 0 : std::popcount(roles.values);
+  return roles.params || op_facts(op).region != RegionRole::None ? 0 : std::popcount(roles.values);
 }
 
 // Values that are the same for every element: computed once in the loop preheader. Besides
@@ -463,8 +472,230 @@ void KernelEmitter::find_stencil_indices() {
 
 void KernelEmitter::emit_body(Value* i, Value* tail) {
   vals_.assign(ir_.instrs.size(), nullptr);
-  for (size_t k = 0; k < ir_.instrs.size(); ++k)
-    vals_[k] = uniform_[k] ? uniform_[k] : emit_instr(ir_.instrs[k], i, tail);
+  size_t k = 0;
+  emit_part(k, i, tail, nullptr);
+}
+
+// Regions (docs/kernel-ir.md). `mask` is the lanes that run the code being emitted (nullptr:
+// every lane of the vector; always nullptr in scalar code, where a lane that does not run a
+// part branches around it). Side effects, masked loads and gathers take it as their tail.
+// Values cross a region's boundary only as Results, which become phis where control joins.
+
+// Emits instructions from k up to the end of the current part (a LoopCond, IfElse, CallCase
+// or EndRegion, where k is left) or of the kernel; Yields go to `yields`.
+void KernelEmitter::emit_part(size_t& k, Value* i, Value* mask, std::vector<Value*>* yields) {
+  while (k < ir_.instrs.size()) {
+    const IrInstr& in = ir_.instrs[k];
+    switch (op_facts(in.op).region) {
+      case RegionRole::None:
+        vals_[k] = uniform_[k] ? uniform_[k] : emit_instr(in, i, mask);
+        ++k;
+        break;
+      case RegionRole::Open:
+        if (in.op == IrOp::LoopBegin)
+          emit_loop(k, i, mask);
+        else if (in.op == IrOp::IfBegin)
+          emit_if(k, i, mask);
+        else
+          emit_call(k, i, mask);
+        break;
+      case RegionRole::Yield:
+        yields->push_back(vals_[in.a]);
+        ++k;
+        break;
+      default:  // Cond, Part, Close: the part ends (Var and Result are consumed by the regions)
+        return;
+    }
+  }
+}
+
+// A loop: the carried values are phis of the loop head; each trip evaluates the condition for
+// the lanes still active, runs the body for those where it holds and keeps the others' values,
+// until no lane of the vector is active (or the iteration limit is reached).
+void KernelEmitter::emit_loop(size_t& k, Value* i, Value* mask) {
+  const uint64_t limit = ir_.instrs[k].imm;
+  ++k;
+  std::vector<size_t> vars;
+  for (; ir_.instrs[k].op == IrOp::LoopVar; ++k)
+    vars.push_back(k);
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* head = new_block("loop_head");
+  auto* body = new_block("loop_body");
+  auto* exit = new_block("loop_exit");
+  b_.CreateBr(head);
+  b_.SetInsertPoint(head);
+  std::vector<llvm::PHINode*> phis;
+  for (size_t v : vars) {
+    const IrInstr& var = ir_.instrs[v];
+    llvm::PHINode* phi = b_.CreatePHI(val_ty(var.type), 2);
+    phi->addIncoming(vals_[var.a], pre);
+    phis.push_back(phi);
+    vals_[v] = phi;
+  }
+  llvm::PHINode* active = nullptr;
+  if (w_ > 1) {
+    active = b_.CreatePHI(vec(b_.getInt1Ty()), 2, "active");
+    active->addIncoming(mask ? mask : llvm::Constant::getAllOnesValue(vec(b_.getInt1Ty())), pre);
+  }
+  llvm::PHINode* trips = nullptr;
+  if (limit != kNoIterationLimit) {
+    trips = b_.CreatePHI(b_.getInt64Ty(), 2, "trips");
+    trips->addIncoming(b_.getInt64(0), pre);
+  }
+  emit_part(k, i, active, nullptr);  // the condition, up to LoopCond
+  Value* go = vals_[ir_.instrs[k].a];
+  ++k;
+  if (active)
+    go = b_.CreateAnd(go, active);
+  if (trips)
+    go = b_.CreateAnd(go, splat(b_.CreateICmpULT(trips, b_.getInt64(limit))));
+  b_.CreateCondBr(any_lane(go), body, exit);
+  b_.SetInsertPoint(body);
+  std::vector<Value*> next;
+  emit_part(k, i, active ? go : nullptr, &next);  // the body, up to EndRegion
+  ++k;
+  for (size_t j = 0; j < phis.size(); ++j)
+    phis[j]->addIncoming(active ? b_.CreateSelect(go, next[j], phis[j]) : next[j],
+                         b_.GetInsertBlock());
+  if (active)
+    active->addIncoming(go, b_.GetInsertBlock());
+  if (trips)
+    trips->addIncoming(b_.CreateNUWAdd(trips, b_.getInt64(1)), b_.GetInsertBlock());
+  b_.CreateBr(head);
+  b_.SetInsertPoint(exit);
+  for (size_t j = 0; j < phis.size(); ++j, ++k)
+    vals_[k] = phis[j];  // the Results: the carried values when the loop ended
+}
+
+// A two-way branch. A vector runs each part only if one of its lanes takes it (a uniform mask
+// runs one side); the results are selected per lane. Values of a part that did not run are
+// zeros, never poison: the select then reads defined values in every lane.
+void KernelEmitter::emit_if(size_t& k, Value* i, Value* mask) {
+  Value* m = vals_[ir_.instrs[k].a];
+  ++k;
+  auto* then_bb = new_block("if_then");
+  auto* else_bb = new_block("if_else");
+  auto* done = new_block("if_done");
+  std::vector<Value*> then_vals, else_vals;
+  if (w_ == 1) {
+    b_.CreateCondBr(m, then_bb, else_bb);
+    b_.SetInsertPoint(then_bb);
+    emit_part(k, i, nullptr, &then_vals);
+    ++k;
+    llvm::BasicBlock* then_end = b_.GetInsertBlock();
+    b_.CreateBr(done);
+    b_.SetInsertPoint(else_bb);
+    emit_part(k, i, nullptr, &else_vals);
+    ++k;
+    llvm::BasicBlock* else_end = b_.GetInsertBlock();
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+    for (size_t j = 0; j < then_vals.size(); ++j, ++k) {
+      llvm::PHINode* phi = b_.CreatePHI(then_vals[j]->getType(), 2);
+      phi->addIncoming(then_vals[j], then_end);
+      phi->addIncoming(else_vals[j], else_end);
+      vals_[k] = phi;
+    }
+    return;
+  }
+  Value* then_mask = and_mask(m, mask);
+  Value* else_mask = and_mask(b_.CreateNot(m), mask);
+  auto* else_check = new_block("if_else_check");
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  b_.CreateCondBr(any_lane(then_mask), then_bb, else_check);
+  b_.SetInsertPoint(then_bb);
+  emit_part(k, i, then_mask, &then_vals);
+  ++k;
+  llvm::BasicBlock* then_end = b_.GetInsertBlock();
+  b_.CreateBr(else_check);
+  b_.SetInsertPoint(else_check);
+  for (Value*& v : then_vals) {
+    llvm::PHINode* phi = b_.CreatePHI(v->getType(), 2);
+    phi->addIncoming(llvm::Constant::getNullValue(v->getType()), pre);
+    phi->addIncoming(v, then_end);
+    v = phi;
+  }
+  b_.CreateCondBr(any_lane(else_mask), else_bb, done);
+  b_.SetInsertPoint(else_bb);
+  emit_part(k, i, else_mask, &else_vals);
+  ++k;
+  llvm::BasicBlock* else_end = b_.GetInsertBlock();
+  b_.CreateBr(done);
+  b_.SetInsertPoint(done);
+  for (size_t j = 0; j < then_vals.size(); ++j, ++k) {
+    llvm::PHINode* phi = b_.CreatePHI(else_vals[j]->getType(), 2);
+    phi->addIncoming(llvm::Constant::getNullValue(else_vals[j]->getType()), else_check);
+    phi->addIncoming(else_vals[j], else_end);
+    vals_[k] = b_.CreateSelect(m, then_vals[j], phi);
+  }
+}
+
+// An N-way call. Scalar code switches on the index; a vector runs each target some lane
+// selects, in order, and merges its results into the lanes that selected it. Lanes whose
+// index is out of range run nothing and get zeros.
+void KernelEmitter::emit_call(size_t& k, Value* i, Value* mask) {
+  Value* index = vals_[ir_.instrs[k].a];
+  const uint64_t n = ir_.instrs[k].imm;
+  ++k;
+  std::vector<Value*> acc;  // the results so far (zeros until a target sets them)
+  if (w_ == 1) {
+    auto* done = new_block("call_done");
+    auto* none = new_block("call_none");
+    llvm::SwitchInst* sw = b_.CreateSwitch(index, none, static_cast<unsigned>(n));
+    std::vector<std::pair<std::vector<Value*>, llvm::BasicBlock*>> ends;
+    for (uint64_t t = 0; t < n; ++t) {
+      auto* target = new_block("call_target");
+      sw->addCase(b_.getInt32(static_cast<uint32_t>(t)), target);
+      b_.SetInsertPoint(target);
+      std::vector<Value*> ys;
+      emit_part(k, i, nullptr, &ys);
+      ++k;
+      ends.push_back({std::move(ys), b_.GetInsertBlock()});
+      b_.CreateBr(done);
+    }
+    b_.SetInsertPoint(none);
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+    size_t n_results = ends.front().first.size();
+    for (size_t j = 0; j < n_results; ++j, ++k) {
+      Type* ty = ends.front().first[j]->getType();
+      llvm::PHINode* phi = b_.CreatePHI(ty, static_cast<unsigned>(n + 1));
+      for (auto& [ys, from] : ends)
+        phi->addIncoming(ys[j], from);
+      phi->addIncoming(llvm::Constant::getNullValue(ty), none);
+      vals_[k] = phi;
+    }
+    return;
+  }
+  for (uint64_t t = 0; t < n; ++t) {
+    Value* picks = b_.CreateICmpEQ(index, splat(b_.getInt32(static_cast<uint32_t>(t))));
+    Value* run_mask = and_mask(picks, mask);
+    auto* run = new_block("call_target");
+    auto* next = new_block("call_next");
+    llvm::BasicBlock* from = b_.GetInsertBlock();
+    b_.CreateCondBr(any_lane(run_mask), run, next);
+    b_.SetInsertPoint(run);
+    std::vector<Value*> ys;
+    emit_part(k, i, run_mask, &ys);
+    ++k;
+    if (t == 0)
+      for (Value* y : ys)
+        acc.push_back(llvm::Constant::getNullValue(y->getType()));
+    std::vector<Value*> merged;
+    for (size_t j = 0; j < ys.size(); ++j)
+      merged.push_back(b_.CreateSelect(picks, ys[j], acc[j]));
+    llvm::BasicBlock* run_end = b_.GetInsertBlock();
+    b_.CreateBr(next);
+    b_.SetInsertPoint(next);
+    for (size_t j = 0; j < acc.size(); ++j) {
+      llvm::PHINode* phi = b_.CreatePHI(acc[j]->getType(), 2);
+      phi->addIncoming(acc[j], from);
+      phi->addIncoming(merged[j], run_end);
+      acc[j] = phi;
+    }
+  }
+  for (size_t j = 0; j < acc.size(); ++j, ++k)
+    vals_[k] = acc[j];
 }
 
 // `interleave_` copies of the body for the vectors at i, i + w, ...: instruction k of every
@@ -597,6 +828,17 @@ Value* KernelEmitter::emit_instr(const IrInstr& in, Value* i, Value* tail) {
     }
     case IrOp::Select:
       return b_.CreateSelect(vals_[in.a], vals_[in.b], vals_[in.c]);
+    case IrOp::LoopBegin:
+    case IrOp::LoopVar:
+    case IrOp::LoopCond:
+    case IrOp::IfBegin:
+    case IrOp::IfElse:
+    case IrOp::CallBegin:
+    case IrOp::CallCase:
+    case IrOp::Yield:
+    case IrOp::EndRegion:
+    case IrOp::Result:
+      return nullptr;  // control flow: emit_part
   }
   return nullptr;
 }
