@@ -32,6 +32,8 @@
 // pending, so the state is as before the call.
 #include <algorithm>
 #include <cstring>
+#include <deque>
+#include <unordered_set>
 
 #include "backend/ir/ir_analysis.h"
 #include "common/assert.h"
@@ -118,6 +120,8 @@ class KernelBuilder {
   }
 
   uint32_t emit(VarId root);
+  /// A side effect's instructions: a scatter of any kind, an increment, a region.
+  void emit_effect(const SideEffect& e);
 
   // Buffers are deduplicated per kernel by a scan of this kernel's buffer parameters (few),
   // not by scratch fields in the Buffer: a buffer may be shared with another thread's table
@@ -200,10 +204,34 @@ class KernelBuilder {
   }
 
  private:
+  void emit_region(VarId rv);
+  void hoist_inputs(const RegionData& r);
+  void emit_part(const RegionData::Part& part);
+
+  /// Records that `v` holds an instruction index now (regions forget them when they end).
+  void emitted(VarId v, uint32_t index) {
+    s_[v].scratch = index;
+    s_[v].scratch_epoch = epoch_;
+    if (region_level_)
+      log_.push_back(v);
+  }
+
+  /// Forgets every instruction index recorded since `mark`: values of a region part are not
+  /// visible after it.
+  void forget_since(size_t mark) {
+    for (size_t k = mark; k < log_.size(); ++k)
+      s_[log_[k]].scratch_epoch = 0;
+    log_.resize(mark);
+  }
+
   TracerState& s_;
   KernelIR& ir_;
   uint64_t size_;
   uint32_t epoch_;
+  std::deque<std::vector<std::pair<VarId, bool>>> nested_stacks_;  // emit() inside emit()
+  size_t emit_depth_ = 0;
+  int region_level_ = 0;
+  std::vector<VarId> log_;
   std::vector<uint64_t>& bits_;
   std::vector<std::pair<uint32_t, uint32_t>>& prov_ranges_;
   std::vector<SizeNode>& prov_nodes_;
@@ -212,7 +240,19 @@ class KernelBuilder {
 };
 
 uint32_t KernelBuilder::emit(VarId root) {
-  std::vector<std::pair<VarId, bool>>& stack = s_.scratch.emit_stack;
+  // Regions emit what they hold with nested calls, each with its own stack.
+  if (emit_depth_ > 0 && nested_stacks_.size() < emit_depth_)
+    nested_stacks_.emplace_back();
+  std::vector<std::pair<VarId, bool>>& stack =
+      emit_depth_ == 0 ? s_.scratch.emit_stack : nested_stacks_[emit_depth_ - 1];
+  ++emit_depth_;
+
+  struct Depth {
+    size_t& d;
+
+    ~Depth() { --d; }
+  } depth{emit_depth_};
+
   stack.clear();
   stack.push_back({root, false});
   while (!stack.empty()) {
@@ -222,10 +262,20 @@ uint32_t KernelBuilder::emit(VarId root) {
       stack.pop_back();
       continue;
     }
+    if (var.kind == VarKind::Op && is_region_op(var.op)) {
+      stack.pop_back();
+      emit_region(v);
+      continue;
+    }
+    if (var.kind == VarKind::Op && var.op == IrOp::LoopVar)
+      throw Error(region_label(*s_.regions[var.imm]) +
+                  ": a value computed from the loop state inside the loop body is used outside "
+                  "the loop; hand it out through the state");
     if (var.kind == VarKind::Op && !expanded) {
       stack.back().second = true;
       // A gather's source and an increment's counter are buffers, not values.
-      bool buffer_dep = var.op == IrOp::Gather || op_facts(var.op).side_effect;
+      bool buffer_dep = var.op == IrOp::Gather || (op_facts(var.op).side_effect &&
+                                                   op_facts(var.op).region == RegionRole::None);
       for (int i = 3; i >= (buffer_dep ? 1 : 0); --i) {
         VarId d = var.dep[i];
         if (d && s_[d].scratch_epoch != epoch_)
@@ -234,6 +284,10 @@ uint32_t KernelBuilder::emit(VarId root) {
       continue;
     }
     stack.pop_back();
+    if (var.kind == VarKind::Op && var.op == IrOp::Result) {  // its region emitted it
+      emitted(v, s_[var.dep[0]].scratch + static_cast<uint32_t>(var.imm));
+      continue;
+    }
     IrInstr in{IrOp::Literal, var.type};
     switch (var.kind) {
       case VarKind::Evaluated:
@@ -279,10 +333,127 @@ uint32_t KernelBuilder::emit(VarId root) {
       case VarKind::Empty:
         throw Error("internal: a freed variable was reached during eval");
     }
-    var.scratch = instr(in);
-    var.scratch_epoch = epoch_;
+    emitted(v, instr(in));
   }
   return s_[root].scratch;
+}
+
+void KernelBuilder::emit_effect(const SideEffect& e) {
+  if (is_region_op(e.op)) {
+    emit(e.value);
+    return;
+  }
+  if (e.result) {  // an increment: its variable is the instruction
+    emit(e.result);
+    return;
+  }
+  IrInstr in{e.op, s_[e.target].type};
+  in.b = emit(e.index);
+  in.c = emit(e.mask);
+  in.d = emit(e.value);
+  const std::shared_ptr<Buffer>& target = s_[e.target].buffer;
+  in.a = buffer_param(*target, ParamKind::BufferInOut);
+  in.e = bound_param(target);
+  if (range_checks())
+    add_range_report(in, to_string(e.op), target->size, s_[e.index].type);
+  instr(in);
+}
+
+// A region's code (kernel-ir.md, "Regions"): first everything it reads from outside (so that
+// it is computed once, before the region), then its markers, parts and results. Variables made
+// while it was traced (region.h's tags) are computed inside; each part forgets what it emitted
+// when it ends.
+void KernelBuilder::emit_region(VarId rv) {
+  const RegionData& r = *s_.regions[s_[rv].imm];
+  hoist_inputs(r);
+  ++region_level_;
+  size_t mark = log_.size();
+  std::vector<ScalarType> types;
+  auto marker = [&](IrOp op, uint32_t a = kNoOperand, uint64_t imm = 0) {
+    IrInstr in{op, ScalarType::Bool};
+    in.a = a;
+    in.imm = imm;
+    instr(in);
+  };
+  switch (r.kind) {
+    case IrOp::LoopBegin: {
+      marker(IrOp::LoopBegin, kNoOperand, r.imm);
+      for (size_t j = 0; j < r.vars.size(); ++j) {
+        IrInstr in{IrOp::LoopVar, s_[r.vars[j]].type};
+        in.a = s_[r.inits[j]].scratch;
+        emitted(r.vars[j], instr(in));
+        types.push_back(in.type);
+      }
+      marker(IrOp::LoopCond, emit(r.cond));
+      emit_part(r.parts.at(0));
+      break;
+    }
+    case IrOp::IfBegin:
+    case IrOp::CallBegin:
+      marker(r.kind, s_[r.selector].scratch, r.kind == IrOp::CallBegin ? r.imm : 0);
+      for (size_t p = 0; p < r.parts.size(); ++p) {
+        if (p) {
+          forget_since(mark);
+          marker(r.kind == IrOp::IfBegin ? IrOp::IfElse : IrOp::CallCase);
+        }
+        emit_part(r.parts[p]);
+      }
+      for (VarId y : r.parts.at(0).yields)
+        types.push_back(s_[y].type);
+      break;
+    default:
+      throw Error("internal: emit_region of a variable that is no region");
+  }
+  marker(IrOp::EndRegion);
+  forget_since(mark);
+  --region_level_;
+  auto first = static_cast<uint32_t>(ir_.instrs.size());
+  for (ScalarType t : types)
+    instr(IrInstr{IrOp::Result, t});
+  emitted(rv, first);
+}
+
+void KernelBuilder::hoist_inputs(const RegionData& r) {
+  std::vector<VarId> work;
+  std::unordered_set<VarId> seen;
+  for_each_region_input(r, [&](VarId v) { work.push_back(v); });
+  while (!work.empty()) {
+    VarId v = work.back();
+    work.pop_back();
+    if (!v || !seen.insert(v).second || s_[v].scratch_epoch == epoch_)
+      continue;
+    const Variable& var = s_[v];
+    bool inside = var.tag >= r.serial && var.tag < r.serial_end;
+    if (!inside) {
+      emit(v);
+      continue;
+    }
+    if (var.kind != VarKind::Op)
+      continue;
+    if (is_region_op(var.op)) {
+      for_each_region_input(*s_.regions[var.imm], [&](VarId d) { work.push_back(d); });
+      continue;
+    }
+    // A gather's source and an increment's counter are buffers, not values.
+    bool buffer_dep = var.op == IrOp::Gather ||
+                      (op_facts(var.op).side_effect && op_facts(var.op).region == RegionRole::None);
+    for (int i = buffer_dep ? 1 : 0; i < 4; ++i)
+      if (var.dep[i])
+        work.push_back(var.dep[i]);
+  }
+}
+
+void KernelBuilder::emit_part(const RegionData::Part& part) {
+  for (const SideEffect& e : part.effects)
+    emit_effect(e);
+  std::vector<uint32_t> values;
+  for (VarId y : part.yields)
+    values.push_back(emit(y));
+  for (size_t j = 0; j < values.size(); ++j) {
+    IrInstr in{IrOp::Yield, s_[part.yields[j]].type};
+    in.a = values[j];
+    instr(in);
+  }
 }
 
 struct Group {
@@ -308,33 +479,30 @@ std::string launch_group(TracerState& s, Group& g, std::vector<SideEffect>& effe
     kb.instr(IrInstr{IrOp::Store, s[r].type, 0, p, value});
     outputs.push_back(std::move(out));
   }
-  // Increments whose old values someone besides the effect holds are stored (after the roots,
-  // which may have emitted them already).
-  std::vector<std::pair<VarId, std::shared_ptr<Buffer>>> kept_increments;
+  // Values that would run an effect again if evaluated later are stored now (after the roots,
+  // which may have emitted them already): increments whose old values someone besides the
+  // effect holds, and the live results of regions with effects.
+  std::vector<std::pair<VarId, std::shared_ptr<Buffer>>> kept;
+  auto keep = [&](VarId v, uint32_t value) {
+    bool root = std::find(g.roots.begin(), g.roots.end(), v) != g.roots.end();
+    if (root)
+      return;
+    Variable& r = s[v];
+    auto out = alloc_buffer(r.type, g.size, r.prov.get());
+    uint32_t p = kb.buffer_param(*out, ParamKind::BufferOut);
+    kb.instr(IrInstr{IrOp::Store, r.type, 0, p, value});
+    kept.push_back({v, std::move(out)});
+  };
   for (size_t i : g.effects) {
     SideEffect& e = effects[i];
-    if (e.result) {  // an increment
-      uint32_t value = kb.emit(e.result);
-      Variable& r = s[e.result];
-      bool root = std::find(g.roots.begin(), g.roots.end(), e.result) != g.roots.end();
-      if (r.refs > 1 && !root) {
-        auto out = alloc_buffer(ScalarType::UInt32, g.size, r.prov.get());
-        uint32_t p = kb.buffer_param(*out, ParamKind::BufferOut);
-        kb.instr(IrInstr{IrOp::Store, ScalarType::UInt32, 0, p, value});
-        kept_increments.push_back({e.result, std::move(out)});
-      }
-      continue;
-    }
-    IrInstr in{e.op, s[e.target].type};
-    in.b = kb.emit(e.index);
-    in.c = kb.emit(e.mask);
-    in.d = kb.emit(e.value);
-    const std::shared_ptr<Buffer>& target = s[e.target].buffer;
-    in.a = kb.buffer_param(*target, ParamKind::BufferInOut);
-    in.e = kb.bound_param(target);
-    if (range_checks())
-      kb.add_range_report(in, to_string(e.op), target->size, s[e.index].type);
-    kb.instr(in);
+    kb.emit_effect(e);
+    if (e.result && s[e.result].refs > 1)
+      keep(e.result, s[e.result].scratch);
+    if (is_region_op(e.op))
+      for (VarId res : region_of(e.value).results)
+        if (res && s[res].kind == VarKind::Op && s[res].op == IrOp::Result &&
+            s[res].dep[0] == e.value)
+          keep(res, kb.emit(res));
   }
   ir.finalize();
   ++s.n_traced_kernels;
@@ -346,13 +514,35 @@ std::string launch_group(TracerState& s, Group& g, std::vector<SideEffect>& effe
   backend.launch(kernel, g.size, launch_prov, kb.args(args));
   for (size_t i = 0; i < g.roots.size(); ++i)
     become_evaluated(g.roots[i], std::move(outputs[i]));
-  for (auto& [v, buffer] : kept_increments)
+  for (auto& [v, buffer] : kept)
     become_evaluated(v, std::move(buffer));
   return kb.check_reports();
 }
 
-/// Evaluates `roots` (lazy variables) and every pending scatter.
+void eval_roots_now(std::span<const VarId> roots);
+
+/// Evaluates `roots` (lazy variables) and every pending scatter. While a symbolic region is
+/// traced, only values from outside it can be evaluated, and its pending scatters wait.
 void eval_roots(std::span<const VarId> roots) {
+  TracerState& s = state();
+  if (s.open_regions.empty()) {
+    eval_roots_now(roots);
+    return;
+  }
+  for (VarId r : roots)
+    check_eval_in_region(s, r, "evaluating the value");
+  std::vector<SideEffect> waiting;
+  waiting.swap(s.side_effects);
+  try {
+    eval_roots_now(roots);
+  } catch (...) {
+    s.side_effects.insert(s.side_effects.end(), waiting.begin(), waiting.end());
+    throw;
+  }
+  s.side_effects = std::move(waiting);
+}
+
+void eval_roots_now(std::span<const VarId> roots) {
   TracerState& s = state();
   std::vector<SideEffect> effects;
   effects.swap(s.side_effects);
@@ -409,12 +599,12 @@ void eval_roots(std::span<const VarId> roots) {
     throw;
   }
   for (SideEffect& e : effects) {
-    s[e.target].dirty = false;
+    set_effect_dirty(s, e, false);
     for (VarId d : e.held())
       dec_local(d);
   }
   for (SideEffect& e : s.side_effects)  // only non-empty after a nested failure
-    s[e.target].dirty = true;
+    set_effect_dirty(s, e, true);
   if (!range_error.empty())
     throw Error(range_error);
 }
@@ -422,28 +612,43 @@ void eval_roots(std::span<const VarId> roots) {
 }  // namespace
 
 void flush_side_effects() {
-  if (!state().side_effects.empty())
-    eval_roots({});
+  TracerState& s = state();
+  if (s.side_effects.empty())
+    return;
+  if (!s.open_regions.empty())
+    throw Error(region_label(*s.regions[s.open_regions.back()]) +
+                ": an array that a scatter traced in this region writes is read, copied or "
+                "scattered into again in a way that needs the scatter done first; inside a "
+                "symbolic region that is impossible (read it after the region, or scatter "
+                "into a separate array)");
+  eval_roots({});
 }
 
 void discard_side_effects() noexcept {
   TracerState& s = state();
   std::vector<SideEffect> effects;
   effects.swap(s.side_effects);
+  // Values that someone still holds of an increment, or of a region with effects, become
+  // zeros: evaluated later, they would run what is being discarded.
+  auto to_zero = [&](VarId v) {
+    Variable& r = s[v];
+    VarId deps[4];
+    std::copy(std::begin(r.dep), std::end(r.dep), deps);
+    r.kind = VarKind::Literal;
+    r.imm = 0;
+    std::fill(std::begin(r.dep), std::end(r.dep), 0);
+    for (VarId d : deps)
+      dec_local(d);
+  };
   for (SideEffect& e : effects) {
-    s[e.target].dirty = false;
-    // An increment's values that someone still holds become zeros: evaluated later, the
-    // variable would run the increment that is being discarded.
-    if (e.result && s[e.result].kind == VarKind::Op && s[e.result].refs > 1) {
-      Variable& r = s[e.result];
-      VarId deps[4];
-      std::copy(std::begin(r.dep), std::end(r.dep), deps);
-      r.kind = VarKind::Literal;
-      r.imm = 0;
-      std::fill(std::begin(r.dep), std::end(r.dep), 0);
-      for (VarId d : deps)
-        dec_local(d);
-    }
+    set_effect_dirty(s, e, false);
+    if (e.result && s[e.result].kind == VarKind::Op && s[e.result].refs > 1)
+      to_zero(e.result);
+    if (is_region_op(e.op))
+      for (VarId res : region_of(e.value).results)
+        if (res && s[res].kind == VarKind::Op && s[res].op == IrOp::Result &&
+            s[res].dep[0] == e.value)
+          to_zero(res);
   }
   for (SideEffect& e : effects)
     for (VarId d : e.held())

@@ -39,7 +39,15 @@ void TracerState::free_var(VarId v) {
       if (d && --vars[d].refs == 0)
         work.push_back(d);
     }
-    var = Variable{};
+    if (var.kind == VarKind::Op && is_region_op(var.op)) {
+      // A region holds its values and effects: released with its variable.
+      std::vector<VarId> held;
+      release_region(*this, static_cast<uint32_t>(var.imm), held);
+      for (VarId d : held)
+        if (d && --vars[d].refs == 0)
+          work.push_back(d);
+    }
+    vars[v_free] = Variable{};
     free_list.push_back(v_free);
     --live;
   }
@@ -207,6 +215,7 @@ VarId new_var(VarKind kind, ScalarType type, uint64_t size, SizeExprPtr prov) {
   var.size = size;
   var.prov = std::move(prov);
   var.refs = 1;
+  var.tag = s.current_tag;
   return v;
 }
 
@@ -218,14 +227,9 @@ VarId new_literal(ScalarType type, uint64_t bits, uint64_t size, SizeExprPtr pro
   return v;
 }
 
-/// Result size of an element-wise operation over `ops` (0 entries are skipped), with a guard
-/// for every size decision whose inputs carry provenance.
-struct SizeDecision {
-  uint64_t size;
-  SizeExprPtr prov;
-};
+}  // namespace
 
-SizeDecision decide_size(const char* what, std::initializer_list<VarId> ops) {
+SizeDecision decide_size(const char* what, std::span<const VarId> ops) {
   TracerState& s = state();
   uint64_t size = 1;
   bool sized = false;  // some operand has a size other than 1
@@ -273,6 +277,12 @@ SizeDecision decide_size(const char* what, std::initializer_list<VarId> ops) {
     }
   }
   return {size, lead ? s[leader].prov : nullptr};
+}
+
+namespace {
+
+SizeDecision decide_size(const char* what, std::initializer_list<VarId> ops) {
+  return ff::detail::decide_size(what, std::span<const VarId>(ops.begin(), ops.size()));
 }
 
 void check_type(const char* what, ScalarType got, ScalarType expected) {
@@ -437,11 +447,46 @@ IrOp scatter_op(bool reduce, ReduceOp op) {
   throw Error("scatter_reduce: invalid ReduceOp " + std::to_string(static_cast<int>(op)));
 }
 
+/// References to `target` that pending effects hold (directly, or through the increments'
+/// variables) in `effects` and the parts of the regions among them.
+uint32_t effect_refs(TracerState& s, const std::vector<SideEffect>& effects, VarId target) {
+  uint32_t n = 0;
+  for (const SideEffect& e : effects) {
+    if (e.target == target)
+      n += 1 + (e.result && s[e.result].kind == VarKind::Op);
+    if (is_region_op(e.op))
+      for (const RegionData::Part& p : region_of(e.value).parts)
+        n += effect_refs(s, p.effects, target);
+  }
+  return n;
+}
+
+/// effect_refs() of every pending effect: the current ones, those set aside by the open
+/// regions and those of their finished parts.
+uint32_t pending_effect_refs(TracerState& s, VarId target) {
+  uint32_t n = effect_refs(s, s.side_effects, target);
+  for (uint32_t index : s.open_regions) {
+    const RegionData& r = *s.regions[index];
+    n += effect_refs(s, r.outer_effects, target);
+    for (const RegionData::Part& p : r.parts)
+      n += effect_refs(s, p.effects, target);
+  }
+  return n;
+}
+
 /// Schedules a scatter of kind `op` (value is 0 for ScatterInc); returns the increment's
 /// variable for ScatterInc, else 0.
 VarId scatter_local(VarId* target, VarId value, VarId index, VarId mask, IrOp op) {
   const char* what = to_string(op);
   TracerState& s = state();
+  // Inside an evaluated loop's body only the lanes still iterating scatter.
+  std::vector<VarRef> masked;
+  for (VarId m : s.scatter_masks) {
+    if (s[mask].type != ScalarType::Bool)
+      break;  // refused below
+    masked.emplace_back(binary_local(Op::And, mask, m));
+    mask = masked.back().get();
+  }
   ScalarType t = s[*target].type;
   const bool inc = op_facts(op).defines_value;  // an increment: the one effect with a value
   if (inc)
@@ -464,7 +509,8 @@ VarId scatter_local(VarId* target, VarId value, VarId index, VarId mask, IrOp op
     for (auto& e : s.side_effects)
       if (e.target == *target && e.op != op)
         commute = false;
-    if (!commute)
+    // Inside a symbolic region they run in program order within one kernel anyway.
+    if (!commute && s.open_regions.empty())
       flush_side_effects();
   }
   settle({value, index, mask});
@@ -473,10 +519,7 @@ VarId scatter_local(VarId* target, VarId value, VarId index, VarId mask, IrOp op
   // and so does another thread's variable sharing the buffer. References held by pending
   // scatters into the same target (and by their increments' variables) do not count as
   // readers.
-  uint32_t pending = 0;
-  for (auto& e : s.side_effects)
-    if (e.target == *target)
-      pending += 1 + (e.result && s[e.result].kind == VarKind::Op);
+  uint32_t pending = pending_effect_refs(s, *target);
   if (s[*target].refs - pending > 1 || s[*target].shared) {
     if (pending)
       flush_side_effects();  // the copy must include the pending writes

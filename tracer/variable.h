@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "backend/ir/kernel_ir.h"
@@ -60,13 +62,16 @@ struct Variable {
   SizeExprPtr value_prov;          // VarKind::Scalar: where the value (a count) came from
   uint32_t scratch_epoch = 0;      // eval scratch: instruction index valid in this epoch
   uint32_t scratch = 0;
+  uint32_t tag = 0;  // the serial of the innermost symbolic region open when it was made (0:
+                     // none): what a region's kernel code computes inside it (region.h)
 };
 
 /// A scheduled scatter: executed with the next eval.
 struct SideEffect {
-  VarId target;              // evaluated variable whose buffer is written
-  VarId value, index, mask;  // value is 0 for an increment
-  IrOp op;                   // Scatter, ScatterAdd ... ScatterOr, ScatterInc
+  VarId target;              // evaluated variable whose buffer is written (0 for a region)
+  VarId value, index, mask;  // value is 0 for an increment; a region's variable for a region
+  IrOp op;                   // Scatter, ScatterAdd ... ScatterOr, ScatterInc, or LoopBegin,
+                             // IfBegin, CallBegin: a region whose parts hold side effects
   VarId result;              // ScatterInc: its variable (the old values), which names this effect's
                              // target, index and mask; 0 for the other kinds
   uint64_t size;
@@ -76,6 +81,35 @@ struct SideEffect {
   std::array<VarId, 5> held() const { return {target, value, index, mask, result}; }
 };
 
+/// A symbolic region (a loop, a two-way branch or an N-way call; tracer/region.cpp): what its
+/// variable (kind Op, op LoopBegin / IfBegin / CallBegin, imm = its index in
+/// TracerState::regions) holds. Its Result variables depend on that variable; it holds a
+/// reference to everything listed here, released with it.
+struct RegionData {
+  IrOp kind = IrOp::LoopBegin;
+  uint64_t imm = 0;  // LoopBegin: the iteration limit; CallBegin: the number of targets
+  std::string name;  // for messages ("while_loop 'bounce'"); never in the IR
+  // Variables made while it was open have tags in [serial, serial_end): its kernel code
+  // computes them inside the region.
+  uint32_t serial = 0, serial_end = 0;
+  bool open = true;
+  VarId selector = 0;        // IfBegin: the mask; CallBegin: the index
+  std::vector<VarId> inits;  // LoopBegin: initial values
+  std::vector<VarId> vars;   // LoopBegin: the placeholders (op LoopVar) of the carried values
+  VarId cond = 0;            // LoopBegin: the condition
+
+  struct Part {
+    std::vector<VarId> yields;
+    std::vector<SideEffect> effects;
+  };
+
+  std::vector<Part> parts;                // the body, the two branches, the targets
+  std::vector<VarId> results;             // its Result variables (not references: each may have
+                                          // been evaluated or freed since)
+  std::vector<SideEffect> outer_effects;  // while open: the pending effects set aside
+  uint32_t outer_tag = 0;                 // while open: the tag to restore when it closes
+};
+
 /// Per-thread tracing state: everything the hot path needs behind one thread-local access. Its
 /// owner thread uses it inside Windows; other threads only through a ForeignAccess.
 struct TracerState {
@@ -83,6 +117,16 @@ struct TracerState {
   std::vector<Variable> vars{1};  // index 0 is "no variable"
   std::vector<VarId> free_list;
   std::vector<SideEffect> side_effects;
+  // Symbolic regions (region.h): their data by index (a region variable's imm), the regions
+  // being traced (innermost last), and the serial the next region opened takes.
+  std::vector<std::unique_ptr<RegionData>> regions;
+  std::vector<uint32_t> free_regions;
+  std::vector<uint32_t> open_regions;
+  uint32_t current_tag = 0;  // the tag of variables made now (the innermost open serial)
+  uint32_t next_serial = 1;
+  // Masks of the evaluated-mode loop bodies being run (innermost last): scatters apply to
+  // their lanes only.
+  std::vector<VarId> scatter_masks;
   uint64_t live = 0;  // variables in use (an orphaned table is freed at 0)
   uint32_t epoch = 0;
   uint64_t n_traced_ops = 0;      // variables created by tracing (statistics)
@@ -114,6 +158,24 @@ struct TracerState {
   /// The handle of local variable `v`.
   Handle handle(VarId v) const { return v ? make_handle(id, v) : 0; }
 };
+
+template <class Fn>
+void for_each_region_input(const RegionData& r, Fn&& fn) {
+  if (r.selector)
+    fn(r.selector);
+  for (VarId v : r.inits)
+    fn(v);
+  if (r.cond)
+    fn(r.cond);
+  for (const RegionData::Part& p : r.parts) {
+    for (VarId v : p.yields)
+      fn(v);
+    for (const SideEffect& e : p.effects)
+      for (VarId v : {e.value, e.index, e.mask, e.result})
+        if (v)
+          fn(v);
+  }
+}
 
 inline Window::Window() {
   if (t_window_depth++ == 0) {
@@ -232,6 +294,39 @@ class Operands {
   VarId imported_[4] = {0, 0, 0, 0};
   uint32_t n_ = 0, n_imported_ = 0;
 };
+
+/// Result size of an element-wise operation over `ops` (0 entries are skipped), with a guard
+/// for every size decision whose inputs carry provenance; `what` names the operation in errors.
+struct SizeDecision {
+  uint64_t size;
+  SizeExprPtr prov;
+};
+
+SizeDecision decide_size(const char* what, std::span<const VarId> ops);
+
+/// Regions (region.cpp). Whether `op` is a region variable's (LoopBegin, IfBegin, CallBegin).
+constexpr bool is_region_op(IrOp op) {
+  return op == IrOp::LoopBegin || op == IrOp::IfBegin || op == IrOp::CallBegin;
+}
+
+/// Frees region `index` of `s`, appending every variable it held a reference to to `held` (the
+/// caller releases them).
+void release_region(TracerState& s, uint32_t index, std::vector<VarId>& held);
+/// The region a region variable stands for.
+RegionData& region_of(VarId region_var);
+/// Calls fn(VarId) for every variable whose value region `r`'s kernel code reads: the selector,
+/// the initial values, the condition, the yields and each effect's operands (not the targets:
+/// buffers), the nested regions' variables included.
+template <class Fn>
+void for_each_region_input(const RegionData& r, Fn&& fn);
+/// "while_loop 'name'", "if_stmt", ...: how messages name a region.
+std::string region_label(const RegionData& r);
+/// Marks the buffers effect `e` writes (a region's: those of every effect inside) as having a
+/// pending write or not.
+void set_effect_dirty(TracerState& s, const SideEffect& e, bool dirty);
+/// Throws the error for an eval (or flush) of `v` while a symbolic region is traced, if `v`
+/// was computed inside one; `what` says what was attempted.
+void check_eval_in_region(const TracerState& s, VarId v, const char* what);
 
 /// Element-wise operations on local variables, for other tracer files (var_mean).
 VarId binary_local(Op op, VarId a, VarId b);

@@ -3,6 +3,7 @@
 
 #include "freezeframe/array.h"
 #include "freezeframe/block_reduce.h"
+#include "freezeframe/control_flow.h"
 #include "freezeframe/errors.h"
 #include "freezeframe/freeze.h"
 #include "freezeframe/init.h"

@@ -107,4 +107,27 @@ Size var_width(Handle v);
 /// width(v) == 0, recorded as a guard named "empty()" when the size has provenance.
 bool var_empty_check(Handle v);
 
+// Symbolic control flow (tracer/region.cpp; the API is control_flow.h). A region is traced
+// once: opened, its parts traced by the caller, closed; var_region_abort undoes an open one
+// (an exception in a traced function). Names are for messages only.
+/// Opens a loop over the state arrays `inits`; writes one placeholder per state array (a
+/// reference each, the caller's) and returns the loop (a reference, the caller's).
+Handle var_loop_begin(const char* name, uint64_t limit, std::span<const Handle> inits,
+                      Handle* placeholders);
+void var_loop_cond(Handle loop, Handle cond);
+/// Closes a loop with the body's new state; writes one result per state array.
+void var_loop_end(Handle loop, std::span<const Handle> yields, Handle* results);
+/// Opens a two-way branch on a Bool mask (n_targets == 0) or an N-way call on a UInt32 index.
+Handle var_branch_begin(const char* name, Handle selector, uint32_t n_targets);
+/// Ends the next part (the true branch, then the false one; or target 0, 1, ...).
+void var_branch_part(Handle region, std::span<const Handle> yields);
+/// Closes a branch or call whose parts have all ended; writes one result per yield.
+void var_branch_end(Handle region, Handle* results);
+void var_region_abort(Handle region) noexcept;
+/// Evaluated loops: scatters apply only to the lanes of every mask pushed (innermost last).
+void var_push_scatter_mask(Handle mask);
+void var_pop_scatter_mask() noexcept;
+/// Whether this thread is recording (ff::record, a frozen function's first call).
+bool var_recording();
+
 }  // namespace ff::detail

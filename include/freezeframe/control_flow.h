@@ -1,0 +1,370 @@
+// Control flow inside kernels: loops, two-way branches and N-way calls whose functions are
+// traced once into one kernel (docs/control-flow.md).
+//
+//   auto [x, i] = ff::while_loop(std::make_tuple(x0, i0),
+//       [](const ff::Float& x, const ff::UInt32& i) { return i < 10u; },
+//       [](ff::Float& x, ff::UInt32& i) { x = x * 0.5f + 1.f; i += 1u; });
+//   auto r = ff::if_stmt(std::make_tuple(a, b), mask, true_fn, false_fn);
+//   auto y = ff::switch_(index, targets, a, b);
+//
+// States, arguments and results are anything ff::freeze walks (traverse.h): arrays of every
+// type, scalars, std containers and FF_STRUCT types.
+#pragma once
+
+#include <array>
+#include <concepts>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "freezeframe/array.h"
+#include "freezeframe/errors.h"
+#include "freezeframe/freeze.h"
+#include "freezeframe/traverse.h"
+
+namespace ff {
+
+/// How a while_loop runs.
+enum class LoopMode : uint8_t {
+  Symbolic,   // traced once into the kernel: the loop runs on the device (the default)
+  Evaluated,  // each iteration runs from the host: for debugging and for bodies the symbolic
+              // mode refuses (an eval or host read of loop values); refused while recording
+};
+
+struct LoopOptions {
+  LoopMode mode = LoopMode::Symbolic;
+  /// A lane still active after this many iterations leaves the loop with its state as it is
+  /// (-1: no limit).
+  int64_t max_iterations = -1;
+  /// For messages and recorder-dump; not part of the kernel (two equal loops with other names
+  /// are one kernel).
+  std::string name;
+};
+
+namespace detail {
+
+/// Walks a control-flow state, result or argument list: collects its arrays with their paths
+/// (Collect) or replaces them in order by the arrays of `handles` (Replace, which takes over
+/// one reference each); either way it writes ScanVisitor's shape (structure, scalar values,
+/// container sizes), what must stay the same between the state before and after a body, or
+/// between the results of two branches.
+class FlowVisitor {
+ public:
+  static constexpr bool kRebuilds = false;
+
+  enum class Mode { Collect, Replace };
+
+  FlowVisitor(Mode mode, std::string base) : mode_(mode), path_(base) { stack_.push_back(base); }
+
+  std::vector<Handle> handles;  // Collect: the arrays (borrowed); Replace: to take over
+  std::vector<std::string> paths;
+  ScanVisitor scan;
+
+  template <class A>
+  void array(A& a) {
+    scan.raw = true;
+    scan.array(a);
+    if (mode_ == Mode::Collect) {
+      handles.push_back(a.id());
+      paths.push_back(path_);
+    } else {
+      a = A::steal(std::exchange(handles[next_++], Handle{0}));
+    }
+  }
+
+  template <class S>
+  void scalar(const S& s) {
+    scan.scalar(s);
+  }
+
+  void string(const std::string& s) { scan.string(s); }
+
+  void enter(Node node, size_t& n) {
+    scan.enter(node, n);
+    stack_.push_back(path_);
+  }
+
+  void struct_name(const char* name, uint64_t hash) { scan.struct_name(name, hash); }
+
+  void map_key(std::string& key) { scan.map_key(key); }
+
+  void name(const char* n) { path_ = stack_.back() + "." + n; }
+
+  void index(size_t i) { path_ = stack_.back() + "[" + std::to_string(i) + "]"; }
+
+  void leave() {
+    path_ = stack_.back();
+    stack_.pop_back();
+  }
+
+  /// Drops the references a Replace did not take (after an error).
+  ~FlowVisitor() {
+    if (mode_ == Mode::Replace)
+      for (size_t i = next_; i < handles.size(); ++i)
+        dec_ref(handles[i]);
+  }
+
+  FlowVisitor(FlowVisitor&&) = default;
+  FlowVisitor& operator=(FlowVisitor&&) = delete;
+
+ private:
+  Mode mode_;
+  std::string path_;
+  std::vector<std::string> stack_;
+  size_t next_ = 0;
+};
+
+template <class T>
+FlowVisitor collect(T& value, const std::string& base) {
+  FlowVisitor v(FlowVisitor::Mode::Collect, base);
+  traverse(v, value);
+  return v;
+}
+
+/// Replaces the arrays of `value` by `handles` (one reference each, taken over).
+template <class T>
+void replace_arrays(T& value, const std::vector<Handle>& handles) {
+  FlowVisitor v(FlowVisitor::Mode::Replace, "");
+  v.handles = handles;
+  traverse(v, value);
+}
+
+/// Every scalar and container of `value` by path, for the message of check_same_shape.
+template <class T>
+std::vector<PathVisitor::Item> describe(T& value, const std::string& base) {
+  PathVisitor v;
+  v.root(base);
+  traverse(v, value);
+  return std::move(v.items);
+}
+
+/// Undoes an open region when the traced function throws; drops the caller's reference to it.
+class RegionScope {
+ public:
+  explicit RegionScope(Handle region) : region_(region) {}
+
+  ~RegionScope() {
+    if (!closed_)
+      var_region_abort(region_);
+    dec_ref(region_);
+  }
+
+  RegionScope(const RegionScope&) = delete;
+  RegionScope& operator=(const RegionScope&) = delete;
+
+  Handle get() const { return region_; }
+
+  void closed() { closed_ = true; }
+
+ private:
+  Handle region_;
+  bool closed_ = false;
+};
+
+/// "while_loop 'name'" / "while_loop": how messages name a loop.
+inline std::string loop_label(const LoopOptions& o) {
+  return o.name.empty() ? std::string("while_loop") : "while_loop '" + o.name + "'";
+}
+
+/// Checks that a body or branch kept everything but the arrays of a value, naming the first
+/// path that changed.
+template <class T>
+void check_same_shape(T& before, T& after, const ScanVisitor& a, const ScanVisitor& b,
+                      const std::string& base, const std::string& label, const char* what) {
+  if (a.shape == b.shape)
+    return;
+  std::vector<PathVisitor::Item> x = describe(before, base), y = describe(after, base);
+  std::string where;
+  for (size_t i = 0; i < std::max(x.size(), y.size()) && where.empty(); ++i) {
+    if (i >= x.size())
+      where = y[i].path + " appeared";
+    else if (i >= y.size())
+      where = x[i].path + " disappeared";
+    else if (x[i].path != y[i].path || x[i].what != y[i].what)
+      where = x[i].path + ": " + x[i].what + " became " + y[i].path + ": " + y[i].what;
+  }
+  if (where.empty())
+    where = "a scalar changed in digits its printed form does not show";
+  throw Error(label + ": " + what + " (" + where + ")");
+}
+
+/// The new state's arrays must have the loop's width or size 1, naming the first that has not.
+inline void check_state_sizes(const std::string& label, uint64_t width,
+                              const std::vector<Handle>& handles,
+                              const std::vector<std::string>& paths) {
+  for (size_t j = 0; j < handles.size(); ++j) {
+    uint64_t n = var_size(handles[j]);
+    if (n != width && n != 1)
+      throw Error(label + ": the body changed the size of " + paths[j] + " from " +
+                  std::to_string(width) + " (the loop's width) to " + std::to_string(n) +
+                  " (state arrays keep the loop's width or size 1)");
+  }
+}
+
+/// A while_loop in evaluated mode (control_flow.cpp holds the non-template parts).
+template <class... S, class Cond, class Body>
+std::tuple<S...> while_loop_evaluated(const std::tuple<S...>& state, Cond& cond, Body& body,
+                                      const LoopOptions& opt) {
+  const std::string label = loop_label(opt);
+  if (var_recording())
+    throw FreezeError(label +
+                      ": LoopMode::Evaluated runs each iteration from the host, which a "
+                      "recording cannot hold; use LoopMode::Symbolic (the default)");
+  std::tuple<S...> st = state;
+  Bool active;
+  for (int64_t it = 0; opt.max_iterations < 0 || it < opt.max_iterations; ++it) {
+    Bool c = std::apply([&](const S&... s) { return cond(s...); }, std::as_const(st));
+    active = it == 0 ? c : (active & c);
+    eval(active);
+    if (!any(active).to_vector().at(0))
+      break;
+    std::tuple<S...> next = st;
+    var_push_scatter_mask(active.id());
+    try {
+      std::apply([&](S&... s) { body(s...); }, next);
+    } catch (...) {
+      var_pop_scatter_mask();
+      throw;
+    }
+    var_pop_scatter_mask();
+    FlowVisitor cur = collect(st, "state");
+    FlowVisitor upd = collect(next, "state");
+    check_same_shape(st, next, cur.scan, upd.scan, "state", label,
+                     "the body changed a loop-invariant part of the state");
+    std::vector<Handle> merged;
+    try {
+      for (size_t j = 0; j < cur.handles.size(); ++j)
+        merged.push_back(var_ternary(Op::Select, active.id(), upd.handles[j], cur.handles[j]));
+      var_eval(merged);
+    } catch (...) {
+      for (Handle h : merged)
+        dec_ref(h);
+      throw;
+    }
+    replace_arrays(st, merged);
+  }
+  return st;
+}
+
+}  // namespace detail
+
+/// Runs `body` on the state while `cond` holds, per lane: a lane leaves when its condition is
+/// false; the loop ends when no lane is active (or after opt.max_iterations iterations). In the
+/// symbolic mode cond and body are traced once, on placeholder arrays, into one kernel. Returns
+/// the final state; `state` itself is not modified. State arrays have the loop's width (the
+/// largest size among them) or size 1; everything else in the state must stay as it is.
+template <class... S, class Cond, class Body>
+
+requires(
+    std::same_as<std::remove_cvref_t<std::invoke_result_t<Cond&, const S&...>>, Bool>&&
+        std::invocable<Body&, S&...>) std::tuple<S...> while_loop(const std::tuple<S...>& state,
+                                                                  Cond&& cond, Body&& body,
+                                                                  const LoopOptions& opt = {}) {
+  using detail::FlowVisitor;
+  using detail::Handle;
+  if (opt.mode == LoopMode::Evaluated)
+    return detail::while_loop_evaluated(state, cond, body, opt);
+  const std::string label = detail::loop_label(opt);
+  std::tuple<S...> st = state;
+  FlowVisitor before = detail::collect(st, "state");
+  std::vector<Handle> placeholders(before.handles.size(), 0);
+  uint64_t limit =
+      opt.max_iterations < 0 ? ~uint64_t{0} : static_cast<uint64_t>(opt.max_iterations);
+  detail::RegionScope loop(
+      detail::var_loop_begin(opt.name.c_str(), limit, before.handles, placeholders.data()));
+  const uint64_t width = detail::var_size(loop.get());
+  detail::replace_arrays(st, placeholders);
+  std::tuple<S...> entry = st;  // the placeholders, for the shape check's message
+  Bool c = std::apply([&](const S&... s) { return cond(s...); }, std::as_const(st));
+  detail::var_loop_cond(loop.get(), c.id());
+  std::apply([&](S&... s) { body(s...); }, st);
+  FlowVisitor after = detail::collect(st, "state");
+  detail::check_same_shape(entry, st, before.scan, after.scan, "state", label,
+                           "the body changed a loop-invariant part of the state");
+  detail::check_state_sizes(label, width, after.handles, after.paths);
+  std::vector<Handle> results(after.handles.size(), 0);
+  detail::var_loop_end(loop.get(), after.handles, results.data());
+  loop.closed();
+  detail::replace_arrays(st, results);
+  return st;
+}
+
+namespace detail {
+
+/// Closes a branch or call whose first part returned `first`: the other parts' results must
+/// have its shape; returns `first` with the region's results in place of its arrays.
+template <class R>
+R finish_branch(RegionScope& region, R first) {
+  FlowVisitor shape = collect(first, "result");
+  std::vector<Handle> results(shape.handles.size(), 0);
+  var_branch_end(region.get(), results.data());
+  region.closed();
+  replace_arrays(first, results);
+  return first;
+}
+
+/// Ends one part with the arrays of `r`, checking its shape against the first part's.
+template <class R>
+void end_branch_part(RegionScope& region, R& r, R* first, const char* label) {
+  FlowVisitor v = collect(r, "result");
+  if (first) {
+    FlowVisitor f = collect(*first, "result");
+    check_same_shape(*first, r, f.scan, v.scan, "result", label,
+                     "the parts return values that differ in more than their arrays");
+  }
+  var_branch_part(region.get(), v.handles);
+}
+
+}  // namespace detail
+
+/// Each lane gets true_fn(args...) where `mask` is true and false_fn(args...) where it is
+/// false. Both are traced once; side effects inside them happen only for their lanes. Both
+/// return the same type, which may hold anything ff::freeze walks; non-array parts must agree.
+template <class... A, class T, class F>
+
+requires(std::invocable<T&, const A&...>&& std::invocable<F&, const A&...>&& std::same_as<
+         std::remove_cvref_t<std::invoke_result_t<T&, const A&...>>,
+         std::remove_cvref_t<
+             std::invoke_result_t<F&, const A&...>>>) auto if_stmt(const std::tuple<A...>& args,
+                                                                   const Bool& mask, T&& true_fn,
+                                                                   F&& false_fn) {
+  using R = std::remove_cvref_t<std::invoke_result_t<T&, const A&...>>;
+  static_assert(!std::is_void_v<R>, "ff::if_stmt: the branches must return a value");
+  detail::RegionScope region(detail::var_branch_begin("", mask.id(), 0));
+  R first = std::apply(true_fn, args);
+  detail::end_branch_part(region, first, static_cast<R*>(nullptr), "if_stmt");
+  R second = std::apply(false_fn, args);
+  detail::end_branch_part(region, second, &first, "if_stmt");
+  return detail::finish_branch(region, std::move(first));
+}
+
+/// Lane l runs targets[index[l]](args...); a lane whose index is out of range runs none and
+/// gets zeros in every array of the result. `targets` is a std::array or std::vector of
+/// callables of one signature; each is traced once.
+template <class Targets, class... A>
+
+requires(std::invocable<const typename Targets::value_type&, const A&...>) auto switch_(
+    const UInt32& index, const Targets& targets, const A&... args) {
+  using R =
+      std::remove_cvref_t<std::invoke_result_t<const typename Targets::value_type&, const A&...>>;
+  static_assert(!std::is_void_v<R>, "ff::switch_: the targets must return a value");
+  if (targets.size() == 0)
+    throw Error("switch_: no targets");
+  if (targets.size() > 0xFFFFFFFFull)
+    throw Error("switch_: too many targets");
+  detail::RegionScope region(
+      detail::var_branch_begin("", index.id(), static_cast<uint32_t>(targets.size())));
+  R first = targets[0](args...);
+  detail::end_branch_part(region, first, static_cast<R*>(nullptr), "switch_");
+  for (size_t t = 1; t < targets.size(); ++t) {
+    R r = targets[t](args...);
+    detail::end_branch_part(region, r, &first, "switch_");
+  }
+  return detail::finish_branch(region, std::move(first));
+}
+
+}  // namespace ff
