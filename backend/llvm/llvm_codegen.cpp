@@ -622,12 +622,16 @@ void KernelEmitter::emit_if(size_t& k, Value* i, Value* mask) {
   llvm::BasicBlock* else_end = b_.GetInsertBlock();
   b_.CreateBr(done);
   b_.SetInsertPoint(done);
-  for (size_t j = 0; j < then_vals.size(); ++j, ++k) {
-    llvm::PHINode* phi = b_.CreatePHI(else_vals[j]->getType(), 2);
-    phi->addIncoming(llvm::Constant::getNullValue(else_vals[j]->getType()), else_check);
-    phi->addIncoming(else_vals[j], else_end);
-    vals_[k] = b_.CreateSelect(m, then_vals[j], phi);
+  // Every phi before the first select: a block's phis come first.
+  std::vector<Value*> else_phis;
+  for (Value* v : else_vals) {
+    llvm::PHINode* phi = b_.CreatePHI(v->getType(), 2);
+    phi->addIncoming(llvm::Constant::getNullValue(v->getType()), else_check);
+    phi->addIncoming(v, else_end);
+    else_phis.push_back(phi);
   }
+  for (size_t j = 0; j < then_vals.size(); ++j, ++k)
+    vals_[k] = b_.CreateSelect(m, then_vals[j], else_phis[j]);
 }
 
 // An N-way call. Scalar code switches on the index; a vector runs each target some lane
