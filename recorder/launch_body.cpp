@@ -110,9 +110,14 @@ bool remove_dead_work(LaunchBody& body, const std::function<bool(uint32_t param)
   // buffer the caller keeps or a later instruction that stays accesses (another increment
   // counts on it), or whose value something that stays uses; every side effect inside a
   // region (it may run again, after what follows it in the list) and every region marker.
-  // A store inside a region hides nothing (not every lane runs it). Then what they need.
+  // A store inside a region hides nothing (not every lane runs it). A store stays, too, while
+  // an instruction after it that stays reads its parameter: append_launch() forwards top-level
+  // lane reads of what the body stored, but never a read inside a region, nor one after a
+  // region that stored (lanes that skipped the region read the earlier store). Then what they
+  // need.
   std::vector<uint16_t> depth = region_depths(ir);
-  std::vector<uint8_t> overwritten(ir.params.size(), 0), accessed_later(ir.params.size(), 0);
+  std::vector<uint8_t> overwritten(ir.params.size(), 0), accessed_later(ir.params.size(), 0),
+      read_later(ir.params.size(), 0);
   bool any_effect = false;
   for (size_t k = n; k-- > 0;) {
     const IrInstr& in = ir.instrs[k];
@@ -121,7 +126,7 @@ bool remove_dead_work(LaunchBody& body, const std::function<bool(uint32_t param)
     if (depth[k] && op_facts(in.op).side_effect) {
       effect = true;
     } else if (la.writes()) {
-      effect = !overwritten[la.param] && keep_store(la.param);
+      effect = !overwritten[la.param] && (keep_store(la.param) || read_later[la.param]);
     } else if (op_facts(in.op).side_effect) {
       effect = true;
       for_each_param(in, [&](const IrParamUse& u) {
@@ -135,8 +140,10 @@ bool remove_dead_work(LaunchBody& body, const std::function<bool(uint32_t param)
       if (!is_buffer_access(u.access))
         return;
       // A store hides what is before it; the rest see it.
-      overwritten[u.param] = u.access == ParamAccess::LaneWrite && !depth[k];
+      bool hides = u.access == ParamAccess::LaneWrite && !depth[k];
+      overwritten[u.param] = hides;
       accessed_later[u.param] |= live[k];
+      read_later[u.param] = !hides && (read_later[u.param] || (live[k] && access_reads(u.access)));
     });
     if (live[k])
       for_each_value(in, [&](uint32_t v) { live[v] = 1; });

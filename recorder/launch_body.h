@@ -38,7 +38,8 @@ struct LaunchBody {
 /// that value, a second load of one buffer becomes the first, equal scalars become one.
 void append_launch(LaunchBody& body, const KernelIR& ir, std::span<const LaunchArg> args);
 
-/// Removes a kernel's dead work: stores for which `keep_store(param)` is false, stores that a
+/// Removes a kernel's dead work: stores for which `keep_store(param)` is false and that no
+/// later instruction left reads, stores that a
 /// later store to the same parameter overwrites with nothing reading the parameter between,
 /// increments (ScatterInc) whose buffer `keep_store` drops and whose value nothing left uses,
 /// instructions no remaining side effect needs, and parameters nothing uses (with their

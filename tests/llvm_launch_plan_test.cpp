@@ -46,6 +46,41 @@ KernelIR heavy_kernel(int n_terms) {
   return ir;
 }
 
+// out[i] = x after `levels` nested loops, each of trips[i] iterations, whose innermost body
+// does x = sin(x) + exp(x) * cos(x) + 1 (or the same body alone, levels = 0).
+KernelIR loop_kernel(int levels) {
+  KernelIR ir;
+  ir.params = {{ParamKind::BufferIn, F32}, {ParamKind::BufferIn, U32}, {ParamKind::BufferOut, F32}};
+  const ScalarType B = ScalarType::Bool;
+  uint32_t x = ir.emit(IrOp::Load, F32, {0});
+  uint32_t trips = ir.emit(IrOp::Load, U32, {1});
+  uint32_t zero = ir.emit(IrOp::Literal, U32, {}, 0), one = ir.emit(IrOp::Literal, U32, {}, 1);
+  uint32_t onef = ir.emit(IrOp::Literal, F32, {}, 0x3f800000);
+  std::vector<uint32_t> counters;
+  for (int l = 0; l < levels; ++l) {
+    ir.emit(IrOp::LoopBegin, B, {}, kNoIterationLimit);
+    uint32_t c = ir.emit(IrOp::LoopVar, U32, {zero});
+    x = ir.emit(IrOp::LoopVar, F32, {x});
+    ir.emit(IrOp::LoopCond, B, {ir.emit(IrOp::Lt, B, {c, trips})});
+    counters.push_back(c);
+  }
+  uint32_t e =
+      ir.emit(IrOp::Mul, F32, {ir.emit(IrOp::Exp, F32, {x}), ir.emit(IrOp::Cos, F32, {x})});
+  x = ir.emit(IrOp::Add, F32, {ir.emit(IrOp::Add, F32, {ir.emit(IrOp::Sin, F32, {x}), e}), onef});
+  for (int l = levels; l-- > 0;) {
+    uint32_t next = ir.emit(IrOp::Add, U32, {counters[l], one});
+    ir.emit(IrOp::Yield, U32, {next});
+    ir.emit(IrOp::Yield, F32, {x});
+    ir.emit(IrOp::EndRegion, B);
+    ir.emit(IrOp::Result, U32);
+    x = ir.emit(IrOp::Result, F32);
+  }
+  ir.emit(IrOp::Store, F32, {2, x});
+  ir.finalize();
+  ir.validate();
+  return ir;
+}
+
 // Exact results for every element, and a count of how often each element ran:
 //   q[i] = sum over k in 1..8 of (i ^ k) / d (Int32), s[i] = sin(i / 1024) (Float32),
 //   hits[i] += 1 (ScatterAdd at index i: 1 where the element ran exactly once).
@@ -274,4 +309,55 @@ TEST_CASE("launch plans follow the backend's tuning and thread count", "[llvm][l
     auto be = create_llvm_backend(BackendOptions{2}, always);
     CHECK(launch_plan(*be, be->compile(copy), 1024).n_blocks == 2 * kBlocksPerThread);
   }
+}
+
+TEST_CASE("work estimates weigh loop bodies, so heavy loops split over every thread",
+          "[llvm][launch_plan]") {
+  const uint64_t flat = kernel_work_per_elem(loop_kernel(0));
+  const uint64_t one = kernel_work_per_elem(loop_kernel(1));
+  const uint64_t two = kernel_work_per_elem(loop_kernel(2));
+  // The body's work (three transcendental calls and some adds) counts kLoopWeight times per
+  // loop, its loads and store once.
+  CHECK(one > kLoopWeight * (flat - 10));
+  CHECK(one < kLoopWeight * (flat + 20));
+  CHECK(two > kLoopWeight * kLoopWeight * (flat - 10));
+  // Beyond kMaxLoopLevels loops the body counts no more (uncapped, two more levels would make
+  // it 64 times as much); only the extra loops' own markers add.
+  const uint64_t deep = kernel_work_per_elem(loop_kernel(kMaxLoopLevels));
+  const uint64_t deeper = kernel_work_per_elem(loop_kernel(kMaxLoopLevels + 2));
+  CHECK(deep > kLoopWeight * two - kLoopWeight * 20);
+  CHECK(deeper < 2 * deep);
+  // 65,536 lanes of the loop: as many blocks as the pool takes (kBlocksPerThread per thread),
+  // on 2 threads and on 16, where the same body without the loop gets fewer.
+  const LlvmTuning t;
+  CHECK(checked_plan(flat, 65536, 16, t).n_blocks < 16 * kBlocksPerThread);
+  for (unsigned threads : {2u, 16u}) {
+    INFO(threads << " threads");
+    LaunchPlan looped = checked_plan(one, 65536, threads, t);
+    CHECK(looped.n_blocks == threads * kBlocksPerThread);
+    CHECK(looped.wake);
+  }
+  // A loop with a cheap body splits where the same instructions without it would not.
+  KernelIR cheap;
+  cheap.params = {{ParamKind::BufferIn, U32}, {ParamKind::BufferOut, U32}};
+  {
+    const ScalarType B = ScalarType::Bool;
+    uint32_t trips = cheap.emit(IrOp::Load, U32, {0});
+    uint32_t zero = cheap.emit(IrOp::Literal, U32, {}, 0);
+    cheap.emit(IrOp::LoopBegin, B, {}, kNoIterationLimit);
+    uint32_t c = cheap.emit(IrOp::LoopVar, U32, {zero});
+    cheap.emit(IrOp::LoopCond, B, {cheap.emit(IrOp::Lt, B, {c, trips})});
+    uint32_t next = cheap.emit(IrOp::Add, U32, {c, cheap.emit(IrOp::Literal, U32, {}, 1)});
+    cheap.emit(IrOp::Yield, U32, {next});
+    cheap.emit(IrOp::EndRegion, B);
+    cheap.emit(IrOp::Store, U32, {1, cheap.emit(IrOp::Result, U32)});
+    cheap.finalize();
+    REQUIRE_NOTHROW(cheap.validate());
+  }
+  uint64_t unweighted = 0;
+  for (const IrInstr& in : cheap.instrs)
+    unweighted += instr_work(in);
+  const size_t n = 16384;
+  REQUIRE(unweighted * n < t.parallel_min_work);
+  CHECK(checked_plan(kernel_work_per_elem(cheap), n, 2, t).n_blocks >= 2);
 }

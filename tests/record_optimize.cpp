@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/ir/ir_analysis.h"
 #include "frontend/recording_state.h"
 #include "recorder/launch_body.h"
 #include "recorder/recording.h"
@@ -461,4 +462,234 @@ TEST_CASE("dead-work removal keeps an increment while its counter or its values 
   for (const ff::IrInstr& in : body.ir.instrs)
     increments += in.op == IrOp::ScatterInc;
   CHECK(increments == 2);
+}
+
+// --- regions (kernel_ir.h): only top-level lane accesses forward or hide others ----------------
+
+namespace {
+
+using ff::IrOp;
+using ff::ParamKind;
+constexpr auto kF32 = ff::ScalarType::Float32, kBool = ff::ScalarType::Bool,
+               kU32 = ff::ScalarType::UInt32, kU64 = ff::ScalarType::UInt64;
+
+ff::rec::LaunchArg buffer_arg(uint32_t slot) {
+  ff::rec::LaunchArg a;
+  a.is_buffer = true;
+  a.slot = slot;
+  return a;
+}
+
+uint32_t marker(ff::KernelIR& ir, IrOp op, uint32_t a = ff::kNoOperand, uint64_t imm = 0) {
+  return ir.emit(op, kBool, {a}, imm);
+}
+
+size_t count_ops(const ff::KernelIR& ir, IrOp op) {
+  size_t n = 0;
+  for (const ff::IrInstr& in : ir.instrs)
+    n += in.op == op;
+  return n;
+}
+
+// Params: 0 in float32 (slot 0), 1 out float32 (slot 1). out = x at the top level, then, in an
+// if on x > 1 (or a loop of 3 iterations), out = -x.
+ff::KernelIR store_in_region_kernel(bool loop) {
+  ff::KernelIR ir;
+  ir.params = {{ParamKind::BufferIn, kF32}, {ParamKind::BufferOut, kF32}};
+  uint32_t x = ir.emit(IrOp::Load, kF32, {0});
+  ir.emit(IrOp::Store, kF32, {1, x});
+  if (loop) {
+    uint32_t zero = ir.emit(IrOp::Literal, kU32, {}, 0);
+    marker(ir, IrOp::LoopBegin, ff::kNoOperand, 3);
+    uint32_t c = ir.emit(IrOp::LoopVar, kU32, {zero});
+    marker(ir, IrOp::LoopCond, ir.emit(IrOp::Literal, kBool, {}, 1));
+    ir.emit(IrOp::Store, kF32, {1, ir.emit(IrOp::Neg, kF32, {x})});
+    ir.emit(IrOp::Yield, kU32,
+            {ir.emit(IrOp::Add, kU32, {c, ir.emit(IrOp::Literal, kU32, {}, 1)})});
+    marker(ir, IrOp::EndRegion);
+    ir.emit(IrOp::Result, kU32);
+  } else {
+    marker(ir, IrOp::IfBegin,
+           ir.emit(IrOp::Gt, kBool, {x, ir.emit(IrOp::Literal, kF32, {}, 0x3f800000)}));
+    ir.emit(IrOp::Store, kF32, {1, ir.emit(IrOp::Neg, kF32, {x})});
+    marker(ir, IrOp::IfElse);
+    marker(ir, IrOp::EndRegion);
+  }
+  ir.finalize();
+  REQUIRE_NOTHROW(ir.validate());
+  return ir;
+}
+
+// Params: 0 in float32, 1 out float32: out = 2 * in, loaded at the top level or in a loop body
+// of 2 iterations (where the load's value is carried out).
+ff::KernelIR double_kernel(bool load_in_loop) {
+  ff::KernelIR ir;
+  ir.params = {{ParamKind::BufferIn, kF32}, {ParamKind::BufferOut, kF32}};
+  uint32_t two = ir.emit(IrOp::Literal, kF32, {}, 0x40000000);
+  uint32_t v;
+  if (load_in_loop) {
+    uint32_t zero = ir.emit(IrOp::Literal, kF32, {}, 0);
+    marker(ir, IrOp::LoopBegin, ff::kNoOperand, 2);
+    uint32_t acc = ir.emit(IrOp::LoopVar, kF32, {zero});
+    marker(ir, IrOp::LoopCond, ir.emit(IrOp::Literal, kBool, {}, 1));
+    uint32_t x = ir.emit(IrOp::Load, kF32, {0});
+    ir.emit(IrOp::Yield, kF32, {ir.emit(IrOp::Add, kF32, {acc, x})});
+    marker(ir, IrOp::EndRegion);
+    v = ir.emit(IrOp::Result, kF32);
+  } else {
+    v = ir.emit(IrOp::Mul, kF32, {ir.emit(IrOp::Load, kF32, {0}), two});
+  }
+  ir.emit(IrOp::Store, kF32, {1, v});
+  ir.finalize();
+  REQUIRE_NOTHROW(ir.validate());
+  return ir;
+}
+
+}  // namespace
+
+TEST_CASE("optimiser: a store inside a region does not hide an earlier store",
+          "[record][optimize][regions]") {
+  for (bool loop : {false, true}) {
+    INFO((loop ? "a loop" : "an if"));
+    ff::rec::LaunchBody body{store_in_region_kernel(loop), {buffer_arg(0), buffer_arg(1)}};
+    CHECK(ff::rec::remove_dead_work(body, [](uint32_t) { return true; }));
+    body.ir.finalize();
+    REQUIRE_NOTHROW(body.ir.validate());
+    CHECK(count_ops(body.ir, IrOp::Store) == 2);  // not every lane, or maybe no lane, runs it
+  }
+  // A second top-level store does hide the first.
+  ff::KernelIR plain;
+  plain.params = {{ParamKind::BufferIn, kF32}, {ParamKind::BufferOut, kF32}};
+  uint32_t x = plain.emit(IrOp::Load, kF32, {0});
+  plain.emit(IrOp::Store, kF32, {1, x});
+  plain.emit(IrOp::Store, kF32, {1, plain.emit(IrOp::Neg, kF32, {x})});
+  plain.finalize();
+  ff::rec::LaunchBody body{plain, {buffer_arg(0), buffer_arg(1)}};
+  CHECK(ff::rec::remove_dead_work(body, [](uint32_t) { return true; }));
+  CHECK(count_ops(body.ir, IrOp::Store) == 1);
+}
+
+TEST_CASE("optimiser: a load after a region is not forwarded from a store inside it",
+          "[record][optimize][regions]") {
+  for (bool loop : {false, true}) {
+    INFO((loop ? "a loop" : "an if"));
+    // s0 -> s1 (a store at the top and one in the region), then s1 -> s2: the second launch
+    // must read s1 from memory.
+    ff::rec::LaunchBody body{store_in_region_kernel(loop), {buffer_arg(0), buffer_arg(1)}};
+    std::vector<ff::rec::LaunchArg> second = {buffer_arg(1), buffer_arg(2)};
+    ff::rec::append_launch(body, double_kernel(false), second);
+    body.ir.finalize();
+    REQUIRE_NOTHROW(body.ir.validate());
+    REQUIRE(body.ir.params.size() == 3);
+    CHECK(body.ir.params[1].kind == ParamKind::BufferInOut);
+    CHECK(count_ops(body.ir, IrOp::Load) == 2);  // s0, and s1 after the region
+    const ff::IrInstr& last_load = [&]() -> const ff::IrInstr& {
+      for (size_t k = body.ir.instrs.size(); k-- > 0;)
+        if (body.ir.instrs[k].op == IrOp::Load)
+          return body.ir.instrs[k];
+      return body.ir.instrs[0];
+    }();
+    CHECK(last_load.a == 1);
+    CHECK(ff::rec::remove_dead_work(body, [](uint32_t) { return true; }));
+    body.ir.finalize();
+    REQUIRE_NOTHROW(body.ir.validate());
+    CHECK(count_ops(body.ir, IrOp::Load) == 2);
+    // s1 is an intermediate nothing after the body reads: its stores still stay, as the load
+    // after the region reads them (the top-level one where a lane skipped the region). Found
+    // by this test: the top-level store went, and those lanes read stale memory.
+    CHECK(ff::rec::remove_dead_work(body, [&](uint32_t p) { return body.args[p].slot != 1; }));
+    body.ir.finalize();
+    REQUIRE_NOTHROW(body.ir.validate());
+    CHECK(count_ops(body.ir, IrOp::Store) == 3);
+    CHECK(count_ops(body.ir, IrOp::Load) == 2);
+  }
+  // Without the region the load becomes the stored value.
+  ff::KernelIR plain = double_kernel(false);
+  ff::rec::LaunchBody body{plain, {buffer_arg(0), buffer_arg(1)}};
+  std::vector<ff::rec::LaunchArg> second = {buffer_arg(1), buffer_arg(2)};
+  ff::rec::append_launch(body, double_kernel(false), second);
+  CHECK(count_ops(body.ir, IrOp::Load) == 1);
+}
+
+TEST_CASE("optimiser: a load inside a loop is not forwarded", "[record][optimize][regions]") {
+  // s0 -> s1 at the top level, then a loop loading s1 twice: its load stays in the loop, and
+  // s1's store stays too (the loop reads it).
+  ff::rec::LaunchBody body{double_kernel(false), {buffer_arg(0), buffer_arg(1)}};
+  std::vector<ff::rec::LaunchArg> second = {buffer_arg(1), buffer_arg(2)};
+  ff::rec::append_launch(body, double_kernel(true), second);
+  body.ir.finalize();
+  REQUIRE_NOTHROW(body.ir.validate());
+  std::vector<uint16_t> depth = ff::region_depths(body.ir);
+  size_t loads_in_loop = 0;
+  for (size_t k = 0; k < body.ir.instrs.size(); ++k)
+    loads_in_loop += body.ir.instrs[k].op == IrOp::Load && depth[k] > 0 && body.ir.instrs[k].a == 1;
+  CHECK(loads_in_loop == 1);
+  CHECK(ff::rec::remove_dead_work(body, [&](uint32_t p) { return body.args[p].slot != 1; }));
+  body.ir.finalize();
+  REQUIRE_NOTHROW(body.ir.validate());
+  // s1 is read by the loop: its store stays though nothing after the body reads s1 (found by
+  // this test: it went).
+  CHECK(count_ops(body.ir, IrOp::Store) == 2);
+  // A load of the appended kernel in a loop does not become an earlier top-level load either.
+  ff::rec::LaunchBody reread{double_kernel(false), {buffer_arg(0), buffer_arg(1)}};
+  std::vector<ff::rec::LaunchArg> same_input = {buffer_arg(0), buffer_arg(2)};
+  ff::rec::append_launch(reread, double_kernel(true), same_input);
+  reread.ir.finalize();
+  REQUIRE_NOTHROW(reread.ir.validate());
+  CHECK(count_ops(reread.ir, IrOp::Load) == 2);
+}
+
+TEST_CASE("optimiser: side effects inside regions survive dead-work removal, dead pure work goes",
+          "[record][optimize][regions]") {
+  // Params: 0 in float32, 1 out float32, 2 inout uint32 (a counter), 3 inout float32, 4 bound.
+  ff::KernelIR ir;
+  ir.params = {{ParamKind::BufferIn, kF32},
+               {ParamKind::BufferOut, kF32},
+               {ParamKind::BufferInOut, kU32},
+               {ParamKind::BufferInOut, kF32},
+               {ParamKind::Scalar, kU64}};
+  uint32_t x = ir.emit(IrOp::Load, kF32, {0});
+  uint32_t zero = ir.emit(IrOp::Literal, kU32, {}, 0), one = ir.emit(IrOp::Literal, kU32, {}, 1);
+  uint32_t yes = ir.emit(IrOp::Literal, kBool, {}, 1);
+  marker(ir, IrOp::LoopBegin, ff::kNoOperand, 4);
+  uint32_t c = ir.emit(IrOp::LoopVar, kU32, {zero});
+  uint32_t acc = ir.emit(IrOp::LoopVar, kF32, {x});
+  marker(ir, IrOp::LoopCond, yes);
+  ir.emit(IrOp::Sin, kF32, {ir.emit(IrOp::Mul, kF32, {acc, x})});      // dead
+  ir.emit(IrOp::Add, kU32, {c, c});                                    // dead
+  ir.emit(IrOp::ScatterInc, kU32, {2, zero, yes, ff::kNoOperand, 4});  // value unused
+  marker(ir, IrOp::IfBegin, ir.emit(IrOp::Eq, kBool, {c, one}));
+  ir.emit(IrOp::Store, kF32, {1, acc});
+  ir.emit(IrOp::Scatter, kF32, {3, c, yes, acc, 4});
+  marker(ir, IrOp::IfElse);
+  ir.emit(IrOp::Cos, kF32, {acc});  // dead
+  marker(ir, IrOp::EndRegion);
+  uint32_t nc = ir.emit(IrOp::Add, kU32, {c, one});
+  uint32_t na = ir.emit(IrOp::Add, kF32, {acc, x});
+  ir.emit(IrOp::Yield, kU32, {nc});
+  ir.emit(IrOp::Yield, kF32, {na});
+  marker(ir, IrOp::EndRegion);
+  ir.emit(IrOp::Result, kU32);
+  ir.emit(IrOp::Result, kF32);  // unused
+  ir.finalize();
+  REQUIRE_NOTHROW(ir.validate());
+  std::vector<ff::rec::LaunchArg> args = {buffer_arg(0), buffer_arg(1), buffer_arg(2),
+                                          buffer_arg(3), ff::rec::LaunchArg{}};
+  // Nothing kept outside: the stores, scatters and increments in the loop still stay.
+  ff::rec::LaunchBody body{ir, args};
+  CHECK(ff::rec::remove_dead_work(body, [](uint32_t) { return false; }));
+  body.ir.finalize();
+  REQUIRE_NOTHROW(body.ir.validate());
+  CHECK(count_ops(body.ir, IrOp::Store) == 1);
+  CHECK(count_ops(body.ir, IrOp::Scatter) == 1);
+  CHECK(count_ops(body.ir, IrOp::ScatterInc) == 1);
+  CHECK(count_ops(body.ir, IrOp::Sin) == 0);
+  CHECK(count_ops(body.ir, IrOp::Cos) == 0);
+  CHECK(count_ops(body.ir, IrOp::Mul) == 0);
+  CHECK(body.ir.instrs.size() == ir.instrs.size() - 4);  // mul, sin, c + c and cos go
+  // Markers, carried values, yields and results all stay, so the regions are whole.
+  for (IrOp op : {IrOp::LoopBegin, IrOp::LoopVar, IrOp::LoopCond, IrOp::IfBegin, IrOp::IfElse,
+                  IrOp::EndRegion, IrOp::Yield, IrOp::Result})
+    CHECK(count_ops(body.ir, op) == count_ops(ir, op));
+  CHECK(body.ir.params.size() == 5);
 }

@@ -233,6 +233,25 @@ std::vector<uint16_t> region_depths(const KernelIR& ir) {
   return depth;
 }
 
+std::vector<uint16_t> loop_depths(const KernelIR& ir) {
+  std::vector<uint16_t> depth(ir.instrs.size(), 0);
+  std::vector<bool> open;  // per open region: whether it is a loop
+  uint16_t d = 0;
+  for_each_instr(ir, [&](uint32_t k, const IrInstr& in) {
+    RegionRole role = op_facts(in.op).region;
+    if (role == RegionRole::Open) {
+      open.push_back(in.op == IrOp::LoopBegin);
+      d = static_cast<uint16_t>(d + open.back());
+    }
+    depth[k] = d;
+    if (role == RegionRole::Close && !open.empty()) {
+      d = static_cast<uint16_t>(d - open.back());
+      open.pop_back();
+    }
+  });
+  return depth;
+}
+
 bool has_regions(const KernelIR& ir) {
   bool any = false;
   for_each_instr(ir, [&](uint32_t, const IrInstr& in) { any = any || is_region_marker(in); });

@@ -237,6 +237,11 @@ inline bool is_region_marker(const IrInstr& in) {
 /// work estimates); IR that fails validation gets depths clamped at 0.
 std::vector<uint16_t> region_depths(const KernelIR& ir);
 
+/// Per instruction of `ir`, how many loops enclose it (region_depths() counting loops only: a
+/// LoopBegin and its EndRegion count as inside their loop). What runs an unknown number of
+/// times per element, for work estimates; IR that fails validation gets depths clamped at 0.
+std::vector<uint16_t> loop_depths(const KernelIR& ir);
+
 /// Whether `ir` has any region.
 bool has_regions(const KernelIR& ir);
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <vector>
 
 #include "backend/ir/ir_analysis.h"
 
@@ -62,9 +63,16 @@ uint64_t instr_work(const IrInstr& in) {
 }
 
 uint64_t kernel_work_per_elem(const KernelIR& ir) {
+  // A loop body runs an unknown number of times per element: its instructions count
+  // kLoopWeight times per enclosing loop, up to kMaxLoopLevels levels.
+  std::vector<uint16_t> loops = loop_depths(ir);
   uint64_t w = 0;
-  for (const IrInstr& in : ir.instrs)
-    w += instr_work(in);
+  for (size_t k = 0; k < ir.instrs.size(); ++k) {
+    uint64_t times = 1;
+    for (int l = 0; l < std::min<int>(loops[k], kMaxLoopLevels); ++l)
+      times *= kLoopWeight;
+    w += instr_work(ir.instrs[k]) * times;
+  }
   return std::max<uint64_t>(w, 1);
 }
 

@@ -22,8 +22,16 @@ inline constexpr size_t kBlockAlign = 64;
 /// A split launch has at most this many blocks per thread (for balance when a thread is late).
 inline constexpr size_t kBlocksPerThread = 4;
 
+/// How much more an instruction inside a loop counts, per enclosing loop: a loop's trip count
+/// is unknown when the kernel is compiled, and a kernel worth a loop runs it a few times per
+/// element at least. Nesting counts up to kMaxLoopLevels levels (512x), so a deep nest does
+/// not make every launch look huge.
+inline constexpr uint64_t kLoopWeight = 8;
+inline constexpr int kMaxLoopLevels = 3;
+
 /// Estimated work per element of `ir`, in work units (at least 1). 64-bit operations count
-/// twice (half the vector lanes).
+/// twice (half the vector lanes); instructions inside loops count kLoopWeight times per
+/// enclosing loop (at most kMaxLoopLevels of them).
 uint64_t kernel_work_per_elem(const KernelIR& ir);
 
 /// The work units one instruction adds per element (0 for uniform leaves).

@@ -1,5 +1,6 @@
 // Deterministic mutation run of the kernel IR fuzz target (kernel_ir_target.h), for CTest: the
-// seeds are the kernels the tracer builds for a set of programs covering every operation;
+// seeds are the kernels the tracer builds for a set of programs covering every operation, and
+// hand-built kernels with every region kind, nested;
 // each seed is mutated many times (bit flips, interesting values in operand fields, swapped
 // instructions, changed parameter kinds and types, truncation) and every mutant goes through
 // parse, validate and, when it validates, the llvm backend's compiler. A crash, an LLVM
@@ -94,6 +95,78 @@ programs() {
   };
 }
 
+// Hand-built kernels with each region kind, nested (the tracer does not emit regions yet), so
+// that mutants start from loops, branches and calls: a loop with carried values and a limit
+// whose body holds an if whose parts hold a call of three targets (one with a loop in it) and
+// a gather, scatters and an increment under the region's lanes.
+std::vector<Bytes> region_seeds() {
+  using ff::IrOp;
+  using ff::ParamKind;
+  const auto F = ff::ScalarType::Float32, U = ff::ScalarType::UInt32, B = ff::ScalarType::Bool,
+             U64 = ff::ScalarType::UInt64;
+  std::vector<Bytes> out;
+  for (int variant = 0; variant < 3; ++variant) {
+    ff::KernelIR ir;
+    ir.params = {{ParamKind::BufferIn, F},      {ParamKind::BufferIn, U},
+                 {ParamKind::Scalar, U64},      {ParamKind::BufferOut, F},
+                 {ParamKind::BufferInOut, F},   {ParamKind::BufferInOut, U},
+                 {ParamKind::BufferInOut, U64}, {ParamKind::BufferOut, U}};
+    auto mark = [&](IrOp op, uint32_t a = ff::kNoOperand, uint64_t imm = 0) {
+      return ir.emit(op, B, {a}, imm);
+    };
+    uint32_t x = ir.emit(IrOp::Load, F, {0});
+    uint32_t sel = ir.emit(IrOp::Load, U, {1});
+    uint32_t i = ir.emit(IrOp::Index, U);
+    uint32_t zero = ir.emit(IrOp::Literal, U, {}, 0), one = ir.emit(IrOp::Literal, U, {}, 1);
+    uint32_t yes = ir.emit(IrOp::Literal, B, {}, 1);
+    uint32_t half = ir.emit(IrOp::Literal, F, {}, 0x3f000000);
+    mark(IrOp::LoopBegin, ff::kNoOperand, variant == 1 ? ff::kNoIterationLimit : 8);
+    uint32_t c = ir.emit(IrOp::LoopVar, U, {zero});
+    uint32_t v = ir.emit(IrOp::LoopVar, F, {x});
+    mark(IrOp::LoopCond,
+         ir.emit(IrOp::Lt, B, {c, ir.emit(IrOp::And, U, {sel, ir.emit(IrOp::Literal, U, {}, 7)})}));
+    mark(IrOp::IfBegin, ir.emit(IrOp::Eq, B, {ir.emit(IrOp::And, U, {c, one}), zero}));
+    {
+      uint32_t idx = ir.emit(IrOp::Add, U, {i, c});  // "lane index + ..." (not uniform)
+      uint32_t g = ir.emit(IrOp::Gather, F, {0, idx, yes, 2}, variant == 2 ? 6 : 0,
+                           variant == 2 ? ff::kIrFlagReportRange : 0);
+      ir.emit(IrOp::ScatterAdd, F, {4, i, yes, g, 2});
+      mark(IrOp::CallBegin, ir.emit(IrOp::Add, U, {sel, c}), 3);
+      ir.emit(IrOp::Yield, F, {ir.emit(IrOp::Sin, F, {v})});
+      mark(IrOp::CallCase);
+      uint32_t slot = ir.emit(IrOp::ScatterInc, U, {5, i, yes, ff::kNoOperand, 2});
+      ir.emit(IrOp::Yield, F, {ir.emit(IrOp::Cast, F, {slot})});
+      mark(IrOp::CallCase);
+      mark(IrOp::LoopBegin, ff::kNoOperand, 4);
+      uint32_t w = ir.emit(IrOp::LoopVar, F, {v});
+      mark(IrOp::LoopCond, ir.emit(IrOp::Gt, B, {w, half}));
+      ir.emit(IrOp::Yield, F, {ir.emit(IrOp::Mul, F, {w, half})});
+      mark(IrOp::EndRegion);
+      ir.emit(IrOp::Yield, F, {ir.emit(IrOp::Result, F)});
+      mark(IrOp::EndRegion);
+      uint32_t r = ir.emit(IrOp::Result, F);
+      ir.emit(IrOp::Yield, F, {ir.emit(IrOp::Add, F, {r, g})});
+    }
+    mark(IrOp::IfElse);
+    ir.emit(IrOp::Scatter, U, {5, i, yes, c, 2});
+    ir.emit(IrOp::Yield, F, {ir.emit(IrOp::Fma, F, {v, half, x})});
+    mark(IrOp::EndRegion);
+    uint32_t nv = ir.emit(IrOp::Result, F);
+    uint32_t nc = ir.emit(IrOp::Add, U, {c, one});
+    ir.emit(IrOp::Yield, U, {nc});
+    ir.emit(IrOp::Yield, F, {nv});
+    mark(IrOp::EndRegion);
+    uint32_t rc = ir.emit(IrOp::Result, U);
+    uint32_t rv = ir.emit(IrOp::Result, F);
+    ir.emit(IrOp::Store, F, {3, rv});
+    ir.emit(IrOp::Store, U, {7, rc});
+    ir.finalize();
+    ir.validate();
+    out.push_back(ir.serialize());
+  }
+  return out;
+}
+
 std::vector<Bytes> seeds() {
   // A session capture sees every kernel, FF_DEBUG range reports included (ff::record leaves
   // those out, as it refuses host reads).
@@ -123,6 +196,8 @@ std::vector<Bytes> seeds() {
   for (const auto& kernel : ff::detail::recording_state(session)->data->kernels)
     out.push_back(kernel->serialize());
   ff::shutdown();
+  for (Bytes& b : region_seeds())
+    out.push_back(std::move(b));
   return out;
 }
 
