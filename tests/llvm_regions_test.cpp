@@ -12,6 +12,7 @@
 #include "backend/llvm/llvm_jit.h"
 #include "support/host_values.h"
 #include "support/ir_interpreter.h"
+#include "support/region_kernels.h"
 
 namespace {
 
@@ -19,35 +20,7 @@ using ff_test::bits_of;
 
 using namespace ff;
 using namespace ff::llvm_backend;
-
-constexpr ScalarType U32 = ScalarType::UInt32;
-constexpr ScalarType B = ScalarType::Bool;
-
-struct Builder {
-  KernelIR ir;
-
-  uint32_t param(ParamKind kind, ScalarType t) {
-    ir.params.push_back({kind, t});
-    return static_cast<uint32_t>(ir.params.size() - 1);
-  }
-
-  uint32_t emit(IrOp op, ScalarType t, uint32_t a = kNoOperand, uint32_t b = kNoOperand,
-                uint32_t c = kNoOperand, uint32_t d = kNoOperand, uint32_t e = kNoOperand) {
-    return ir.emit(op, t, {a, b, c, d, e}, 0, 0);
-  }
-
-  uint32_t literal(ScalarType t, uint64_t bits) { return ir.emit(IrOp::Literal, t, {}, bits, 0); }
-
-  uint32_t marker(IrOp op, uint32_t a = kNoOperand, uint64_t imm = 0) {
-    return ir.emit(op, B, {a}, imm, 0);
-  }
-
-  KernelIR finish() {
-    ir.finalize();
-    ir.validate();
-    return ir;
-  }
-};
+using namespace ff_test::regions;
 
 struct Config {
   LoopStyle style;
@@ -102,97 +75,6 @@ void run(const Config& cfg, const KernelIR& ir, size_t n, std::vector<uint64_t> 
     code.entry()(split, n, args.data());
 }
 
-// Collatz steps of x = i + 1, at most `limit` of them:
-//   while (x != 1) { x = x even ? x / 2 : 3x + 1; steps += 1; }
-// Trip counts differ per lane (0 for lane 0). Every iteration also adds 1 to hist[x % 7]
-// (a scatter_add in the body: only active lanes add). Params: out steps, out x, hist, bound.
-KernelIR collatz_kernel(uint64_t limit) {
-  Builder k;
-  uint32_t psteps = k.param(ParamKind::BufferOut, U32);
-  uint32_t px = k.param(ParamKind::BufferOut, U32);
-  uint32_t phist = k.param(ParamKind::BufferInOut, U32);
-  uint32_t pbound = k.param(ParamKind::Scalar, ScalarType::UInt64);
-  uint32_t one = k.literal(U32, 1);
-  uint32_t x0 = k.emit(IrOp::Add, U32, k.emit(IrOp::Index, U32), one);
-  uint32_t zero = k.literal(U32, 0);
-  k.marker(IrOp::LoopBegin, kNoOperand, limit);
-  uint32_t x = k.emit(IrOp::LoopVar, U32, x0);
-  uint32_t steps = k.emit(IrOp::LoopVar, U32, zero);
-  k.marker(IrOp::LoopCond, k.emit(IrOp::Ne, B, x, one));
-  uint32_t two = k.literal(U32, 2);
-  uint32_t even = k.emit(IrOp::Eq, B, k.emit(IrOp::Mod, U32, x, two), zero);
-  uint32_t half = k.emit(IrOp::Div, U32, x, two);
-  uint32_t triple = k.emit(IrOp::Add, U32, k.emit(IrOp::Mul, U32, x, k.literal(U32, 3)), one);
-  uint32_t nx = k.emit(IrOp::Select, U32, even, half, triple);
-  uint32_t bin = k.emit(IrOp::Mod, U32, nx, k.literal(U32, 7));
-  k.emit(IrOp::ScatterAdd, U32, phist, bin, k.literal(B, 1), one, pbound);
-  uint32_t nsteps = k.emit(IrOp::Add, U32, steps, one);
-  k.emit(IrOp::Yield, U32, nx);
-  k.emit(IrOp::Yield, U32, nsteps);
-  k.marker(IrOp::EndRegion);
-  uint32_t rx = k.emit(IrOp::Result, U32);
-  uint32_t rsteps = k.emit(IrOp::Result, U32);
-  k.emit(IrOp::Store, U32, psteps, rsteps);
-  k.emit(IrOp::Store, U32, px, rx);
-  return k.finish();
-}
-
-// out = i % 3 == 0 ? (i * 2, scatter 1 into hit[i]) : i % 3 == 1 ? i + 100 : 7, through an if
-// whose else part holds a second if. Params: out, hit (inout), bound.
-KernelIR branch_kernel() {
-  Builder k;
-  uint32_t pout = k.param(ParamKind::BufferOut, U32);
-  uint32_t phit = k.param(ParamKind::BufferInOut, U32);
-  uint32_t pbound = k.param(ParamKind::Scalar, ScalarType::UInt64);
-  uint32_t i = k.emit(IrOp::Index, U32);
-  uint32_t r = k.emit(IrOp::Mod, U32, i, k.literal(U32, 3));
-  k.marker(IrOp::IfBegin, k.emit(IrOp::Eq, B, r, k.literal(U32, 0)));
-  k.emit(IrOp::Scatter, U32, phit, i, k.literal(B, 1), k.literal(U32, 1), pbound);
-  k.emit(IrOp::Yield, U32, k.emit(IrOp::Mul, U32, i, k.literal(U32, 2)));
-  k.marker(IrOp::IfElse);
-  k.marker(IrOp::IfBegin, k.emit(IrOp::Eq, B, r, k.literal(U32, 1)));
-  k.emit(IrOp::Yield, U32, k.emit(IrOp::Add, U32, i, k.literal(U32, 100)));
-  k.marker(IrOp::IfElse);
-  k.emit(IrOp::Yield, U32, k.literal(U32, 7));
-  k.marker(IrOp::EndRegion);
-  k.emit(IrOp::Yield, U32, k.emit(IrOp::Result, U32));
-  k.marker(IrOp::EndRegion);
-  k.emit(IrOp::Store, U32, pout, k.emit(IrOp::Result, U32));
-  return k.finish();
-}
-
-// out = target[idx[i]](i) of `n_targets` targets, target t giving i * (t + 1) + t; lanes whose
-// index is out of range get 0. Params: idx (in), out.
-KernelIR call_kernel(uint32_t n_targets) {
-  Builder k;
-  uint32_t pidx = k.param(ParamKind::BufferIn, U32);
-  uint32_t pout = k.param(ParamKind::BufferOut, U32);
-  uint32_t i = k.emit(IrOp::Index, U32);
-  uint32_t idx = k.emit(IrOp::Load, U32, pidx);
-  k.marker(IrOp::CallBegin, idx, n_targets);
-  for (uint32_t t = 0; t < n_targets; ++t) {
-    if (t)
-      k.marker(IrOp::CallCase);
-    uint32_t v =
-        k.emit(IrOp::Add, U32, k.emit(IrOp::Mul, U32, i, k.literal(U32, t + 1)), k.literal(U32, t));
-    k.emit(IrOp::Yield, U32, v);
-  }
-  k.marker(IrOp::EndRegion);
-  k.emit(IrOp::Store, U32, pout, k.emit(IrOp::Result, U32));
-  return k.finish();
-}
-
-uint32_t collatz_steps(uint32_t x, uint64_t limit, std::vector<uint32_t>& hist, uint32_t* final_x) {
-  uint32_t steps = 0;
-  while (x != 1 && steps < limit) {
-    x = x % 2 == 0 ? x / 2 : 3 * x + 1;
-    hist[x % 7] += 1;
-    ++steps;
-  }
-  *final_x = x;
-  return steps;
-}
-
 }  // namespace
 
 TEST_CASE("a loop region runs each lane until its condition fails, scatters only for active lanes",
@@ -244,14 +126,11 @@ TEST_CASE("a call region runs the target each lane's index names, zeros out of r
         INFO("targets " << targets << " n " << n << " style " << int(cfg.style));
         std::vector<uint32_t> idx(n), out(n, 99);
         for (size_t i = 0; i < n; ++i)
-          idx[i] = static_cast<uint32_t>((i * 7 + i / 5) % (targets + 2));  // some out of range
+          idx[i] = call_index(i, targets);  // some out of range
         run(cfg, ir, n, {bits_of(idx.data()), bits_of(out.data())});
         size_t bad = 0;
-        for (size_t i = 0; i < n; ++i) {
-          uint32_t t = idx[i];
-          uint32_t want = t < targets ? static_cast<uint32_t>(i * (t + 1) + t) : 0u;
-          bad += out[i] != want;
-        }
+        for (size_t i = 0; i < n; ++i)
+          bad += out[i] != call_model(i, idx[i], targets);
         CHECK(bad == 0);
       }
   }
@@ -264,8 +143,7 @@ namespace {
 using ff_test::to_bits64;
 using ff_test::with_type;
 
-constexpr ScalarType I32 = ScalarType::Int32, I64 = ScalarType::Int64, U64 = ScalarType::UInt64,
-                     F32 = ScalarType::Float32, F64 = ScalarType::Float64;
+constexpr ScalarType I64 = ScalarType::Int64;  // the others: support/region_kernels.h
 
 // A kernel argument as a test sets it up for a size: a buffer's elements or a scalar's bits.
 struct Arg {
@@ -1041,4 +919,66 @@ TEST_CASE("calls with indices out of range run nothing and give zeros", "[llvm][
         },
         kSizes);
   }
+}
+TEST_CASE("a loop in an if in a loop, loops without carried values, carried values of every type",
+          "[llvm][regions]") {
+  KernelIR nested = nested_loop_kernel(), mixed = mixed_carried_kernel();
+  for (const Config& cfg : configs())
+    for (size_t n : {0, 1, 5, 17, 64, 101}) {
+      INFO("n " << n << " style " << int(cfg.style) << " tier " << int(cfg.tier));
+      std::vector<uint32_t> js(n, 99), hist(8, 0), want_hist(8, 0);
+      std::vector<uint64_t> accs(n, 99);
+      run(cfg, nested, n,
+          {bits_of(js.data()), bits_of(accs.data()), bits_of(hist.data()), uint64_t{8}});
+      size_t bad = 0;
+      for (size_t i = 0; i < n; ++i)
+        bad += js[i] != i % 5 || accs[i] != nested_loop_model(i, want_hist);
+      CHECK(bad == 0);
+      CHECK(hist == want_hist);
+
+      for (uint64_t limit : {0, 1, 3}) {
+        std::vector<uint32_t> conds(4, 0), bodies(4, 0), want_conds(4, 0), want_bodies(4, 0);
+        run(cfg, counted_loop_kernel(limit), n,
+            {bits_of(conds.data()), bits_of(bodies.data()), uint64_t{4}});
+        counted_loop_model(n, limit, want_conds, want_bodies);
+        CHECK(conds == want_conds);
+        CHECK(bodies == want_bodies);
+      }
+
+      std::vector<uint32_t> ks(n);
+      std::vector<float> fs(n);
+      std::vector<double> ds(n);
+      std::vector<uint64_t> us(n);
+      std::vector<uint8_t> bs(n);
+      std::vector<int32_t> ps(n), qs(n);
+      run(cfg, mixed, n,
+          {bits_of(ks.data()), bits_of(fs.data()), bits_of(ds.data()), bits_of(us.data()),
+           bits_of(bs.data()), bits_of(ps.data()), bits_of(qs.data())});
+      bad = 0;
+      for (size_t i = 0; i < n; ++i) {
+        MixedCarried w = mixed_carried_model(i);
+        bad += ks[i] != w.k || fs[i] != w.f || ds[i] != w.d || us[i] != w.u ||
+               bs[i] != uint8_t{w.b} || ps[i] != w.p || qs[i] != w.q;
+      }
+      CHECK(bad == 0);
+    }
+}
+
+TEST_CASE("scatter_inc inside a branch increments only for the lanes that take the branch",
+          "[llvm][regions]") {
+  KernelIR ir = scatter_inc_branch_kernel();
+  for (const Config& cfg : configs())
+    for (size_t n : {0, 1, 5, 64, 101}) {
+      INFO("n " << n << " style " << int(cfg.style) << " tier " << int(cfg.tier));
+      std::vector<uint32_t> counters(5, 0), sums(5, 0), others(1, 0), hist(40, 0);
+      run(cfg, ir, n,
+          {bits_of(counters.data()), bits_of(sums.data()), bits_of(others.data()),
+           bits_of(hist.data()), uint64_t{5}, uint64_t{1}, uint64_t{40}});
+      std::vector<uint32_t> wc(5, 0), ws(5, 0), wo(1, 0), wh(40, 0);
+      scatter_inc_branch_model(n, wc, ws, wo, wh);
+      CHECK(counters == wc);
+      CHECK(sums == ws);
+      CHECK(others == wo);
+      CHECK(hist == wh);
+    }
 }

@@ -3,38 +3,23 @@
 // loop unrolled `unroll` times with the copies' instructions interleaved (all loads of a
 // round come before its stores, so they are in flight together), then a plain loop for the
 // remainder. Uniform values (literals, scalars, broadcast loads) are computed once per thread
-// before the loop. The semantics of every opcode follow docs/kernel-ir.md exactly; where PTX's
-// own instruction differs (neg/abs of NaN, integer division by zero, shifts past the width) the
-// code below says how it is made to agree. The scatter kinds' atomics are in ptx_scatter.cpp.
+// before the loop (they are pure or read-only, so hoisting one out of a region changes nothing).
+// The semantics of every opcode follow docs/kernel-ir.md exactly; where PTX's own instruction
+// differs (neg/abs of NaN, integer division by zero, shifts past the width) the code below says
+// how it is made to agree. The scatter kinds' atomics are in ptx_scatter.cpp, regions (loops,
+// branches, calls) as branches in ptx_regions.cpp.
 #include "backend/cuda/ptx_codegen.h"
 
 #include <vector>
 
 #include "backend/cuda/ptx_math.h"
+#include "backend/cuda/ptx_regions.h"
 #include "backend/cuda/ptx_scatter.h"
 #include "backend/ir/ir_analysis.h"
 #include "freezeframe/errors.h"
 
 namespace ff::cuda_backend {
 namespace {
-
-RegClass reg_class(ScalarType t) {
-  switch (t) {
-    case ScalarType::Bool:
-      return RegClass::Pred;
-    case ScalarType::Int32:
-    case ScalarType::UInt32:
-      return RegClass::B32;
-    case ScalarType::Int64:
-    case ScalarType::UInt64:
-      return RegClass::B64;
-    case ScalarType::Float32:
-      return RegClass::F32;
-    case ScalarType::Float64:
-      return RegClass::F64;
-  }
-  return RegClass::B32;
-}
 
 // Instruction type suffix for arithmetic and comparisons.
 const char* arith(ScalarType t) {
@@ -136,6 +121,29 @@ class KernelEmitter {
 
   void hoist_uniforms();
   void emit_body(const std::vector<std::string>& idx);
+
+  // Instruction k of copy u: its hoisted value, or its code.
+  void emit_value(uint32_t k, const std::string& i, unsigned u) {
+    vals_[u][k] = !uniform_[k].empty() ? uniform_[k] : emit_instr(ir_.instrs[k], i, u);
+  }
+
+  // The values and instructions of copy u, for the regions' code.
+  class RegionHost final : public PtxRegionHost {
+   public:
+    RegionHost(KernelEmitter& e, const std::string& i, unsigned u) : e_(e), i_(i), u_(u) {}
+
+    const std::string& value(uint32_t v) override { return e_.vals_[u_][v]; }
+
+    void define(uint32_t v, const std::string& reg) override { e_.vals_[u_][v] = reg; }
+
+    void emit(uint32_t k) override { e_.emit_value(k, i_, u_); }
+
+   private:
+    KernelEmitter& e_;
+    const std::string& i_;
+    unsigned u_;
+  };
+
   std::string emit_instr(const IrInstr& in, const std::string& i, unsigned u);
   std::string emit_gather(const IrInstr& in, unsigned u);
 
@@ -383,11 +391,28 @@ void KernelEmitter::hoist_uniforms() {
   }
 }
 
-// The instructions of every copy, interleaved instruction by instruction.
+// The instructions of every copy, interleaved instruction by instruction. A region (a loop,
+// branch or call: ptx_regions.cpp) cannot be interleaved, since each copy's lanes branch their
+// own way: it is emitted whole for copy 0, then for copy 1, ..., each copy with its own labels
+// and registers, and the instructions after it are interleaved again. So the loads before a
+// region are in flight together, as in a kernel without regions.
 void KernelEmitter::emit_body(const std::vector<std::string>& idx) {
-  for (size_t k = 0; k < ir_.instrs.size(); ++k)
+  size_t k = 0;
+  while (k < ir_.instrs.size()) {
+    if (op_facts(ir_.instrs[k].op).region == RegionRole::Open) {
+      size_t end = k;
+      for (unsigned u = 0; u < idx.size(); ++u) {
+        end = k;
+        RegionHost host(*this, idx[u], u);
+        emit_ptx_region(w_, ir_, end, host);
+      }
+      k = end;
+      continue;
+    }
     for (unsigned u = 0; u < idx.size(); ++u)
-      vals_[u][k] = !uniform_[k].empty() ? uniform_[k] : emit_instr(ir_.instrs[k], idx[u], u);
+      emit_value(static_cast<uint32_t>(k), idx[u], u);
+    ++k;
+  }
 }
 
 std::string KernelEmitter::emit_instr(const IrInstr& in, const std::string& i, unsigned u) {
@@ -513,9 +538,10 @@ std::string KernelEmitter::emit_instr(const IrInstr& in, const std::string& i, u
     case IrOp::Yield:
     case IrOp::EndRegion:
     case IrOp::Result:
-      throw BackendError("cuda backend: kernel " + ir_.hash.to_hex() +
-                         " has control-flow regions (loops, branches, calls), which PTX code "
-                         "generation does not support yet; run it on the LLVM backend");
+      // Control flow: emit_body and ptx_regions.cpp consume the markers (valid IR never
+      // places one elsewhere).
+      throw BackendError("cuda backend: kernel " + ir_.hash.to_hex() + " has a misplaced " +
+                         ff::to_string(in.op) + " marker");
   }
   return {};
 }

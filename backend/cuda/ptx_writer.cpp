@@ -28,6 +28,29 @@ std::string ptx_module_header(const PtxTarget& target) {
                      target.sm);
 }
 
+RegClass reg_class(ScalarType t) {
+  switch (t) {
+    case ScalarType::Bool:
+      return RegClass::Pred;
+    case ScalarType::Int32:
+    case ScalarType::UInt32:
+      return RegClass::B32;
+    case ScalarType::Int64:
+    case ScalarType::UInt64:
+      return RegClass::B64;
+    case ScalarType::Float32:
+      return RegClass::F32;
+    case ScalarType::Float64:
+      return RegClass::F64;
+  }
+  return RegClass::B32;
+}
+
+const char* mov_type(RegClass c) {
+  static const char* const type[] = {"pred", "b32", "b64", "f32", "f64"};
+  return type[static_cast<unsigned>(c)];
+}
+
 std::string PtxWriter::reg(RegClass c) {
   static const char* const prefix[] = {"%p", "%r", "%rd", "%f", "%fd"};
   auto i = static_cast<unsigned>(c);

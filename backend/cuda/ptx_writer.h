@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string>
 
+#include "backend/ir/types.h"
+
 namespace ff::cuda_backend {
 
 /// What generated PTX is written for.
@@ -29,6 +31,12 @@ std::string ptx_module_header(const PtxTarget& target);
 
 /// Register classes: predicates, 32/64-bit integers, 32/64-bit floats.
 enum class RegClass : uint8_t { Pred = 0, B32 = 1, B64 = 2, F32 = 3, F64 = 4 };
+
+/// The class of the registers holding values of type t (Bool: predicates).
+RegClass reg_class(ScalarType t);
+
+/// The type suffix of a `mov` between two registers of class c ("pred", "b32", ... "f64").
+const char* mov_type(RegClass c);
 
 /// A function body under construction: fresh virtual registers and labels, one instruction per
 /// line. `declarations()` gives the `.reg` lines for every register handed out.

@@ -121,7 +121,7 @@ if(FF_TEST_EVERY_STACK)
 endif()
 
 # Without a GPU.
-ff_add_test(ff_tests_cuda_host cuda_host cuda_codegen_test.cpp cuda_backend_test.cpp
+ff_add_test(ff_tests_cuda_host cuda_host cuda_codegen_test.cpp cuda_regions_test.cpp cuda_backend_test.cpp
             cuda_driver_test.cpp cuda_graph_test.cpp cuda/backend_env.cpp
             $<TARGET_OBJECTS:ff_test_cuda_support>)
 target_compile_definitions(ff_tests_cuda_host PRIVATE FF_HAVE_LLVM_BACKEND)

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "cuda/ptx_interpreter.h"
+#include "support/region_kernels.h"
 
 namespace ffcuda {
 
@@ -841,6 +842,122 @@ void compound_cases(std::vector<CorpusCase>& out) {
   }
 }
 
+// The region kernels of tests/support/region_kernels.h (loops, branches, calls, and regions
+// nested in each other), with inputs and their host models' results.
+void region_cases(std::vector<CorpusCase>& out) {
+  namespace rk = ff_test::regions;
+  const ScalarType U32 = ScalarType::UInt32, U64 = ScalarType::UInt64;
+  auto widen = [](const std::vector<uint32_t>& v) {
+    return std::vector<uint64_t>(v.begin(), v.end());
+  };
+  // A case with `init` per parameter (empty for scalars: `scalar` holds them), expecting
+  // `expect` (per parameter, as init; empty: an input, or a scalar).
+  auto add = [&](std::string name, KernelIR ir, size_t n, std::vector<std::vector<uint8_t>> init,
+                 std::vector<uint64_t> scalar, std::vector<std::vector<uint8_t>> expect) {
+    CorpusCase c;
+    c.name = "regions." + std::move(name);
+    c.ir = std::move(ir);
+    c.size = n;
+    for (size_t p = 0; p < c.ir.params.size(); ++p) {
+      if (init[p].empty() && c.ir.params[p].kind == ParamKind::BufferOut)
+        init[p].assign(n * size_of(c.ir.params[p].type), 0xA5);  // garbage to overwrite
+      if (expect[p].empty())
+        expect[p] = init[p];
+    }
+    c.init = std::move(init);
+    c.scalar = std::move(scalar);
+    c.scalar.resize(c.ir.params.size());
+    c.expect = std::move(expect);
+    out.push_back(std::move(c));
+  };
+  const size_t n = kN;
+  for (uint64_t limit : {kNoIterationLimit, uint64_t{0}, uint64_t{17}}) {
+    std::vector<uint32_t> hist(7, 0);
+    std::vector<uint64_t> steps(n), xs(n);
+    for (size_t i = 0; i < n; ++i) {
+      uint32_t x = 0;
+      steps[i] = rk::collatz_steps(static_cast<uint32_t>(i + 1), limit, hist, &x);
+      xs[i] = x;
+    }
+    add("collatz[" +
+            (limit == kNoIterationLimit ? std::string("no limit") : std::to_string(limit)) + "]",
+        rk::collatz_kernel(limit), n, {{}, {}, pack(U32, std::vector<uint64_t>(7, 0)), {}},
+        {0, 0, 0, 7}, {pack(U32, steps), pack(U32, xs), pack(U32, widen(hist)), {}});
+  }
+  {
+    std::vector<uint64_t> want(n), hit(n);
+    for (size_t i = 0; i < n; ++i) {
+      want[i] = rk::branch_model(i);
+      hit[i] = i % 3 == 0;
+    }
+    add("nested_ifs", rk::branch_kernel(), n, {{}, pack(U32, std::vector<uint64_t>(n, 0)), {}},
+        {0, 0, n}, {pack(U32, want), pack(U32, hit), {}});
+  }
+  // Compare chains up to 4 targets, brx.idx beyond.
+  for (uint32_t targets : {1u, 2u, 3u, 4u, 5u, 8u, 64u}) {
+    std::vector<uint64_t> idx(n), want(n);
+    for (size_t i = 0; i < n; ++i) {
+      idx[i] = rk::call_index(i, targets);
+      want[i] = rk::call_model(i, static_cast<uint32_t>(idx[i]), targets);
+    }
+    add("call[" + std::to_string(targets) + " targets]", rk::call_kernel(targets), n,
+        {pack(U32, idx), {}}, {0, 0}, {{}, pack(U32, want)});
+  }
+  {
+    std::vector<uint32_t> hist(8, 0);
+    std::vector<uint64_t> js(n), accs(n);
+    for (size_t i = 0; i < n; ++i) {
+      js[i] = i % 5;
+      accs[i] = rk::nested_loop_model(i, hist);
+    }
+    add("loop_in_if_in_loop", rk::nested_loop_kernel(), n,
+        {{}, {}, pack(U32, std::vector<uint64_t>(8, 0)), {}}, {0, 0, 0, 8},
+        {pack(U32, js), pack(U64, accs), pack(U32, widen(hist)), {}});
+  }
+  for (uint64_t limit : {uint64_t{0}, uint64_t{3}}) {
+    std::vector<uint32_t> conds(4, 0), bodies(4, 0);
+    rk::counted_loop_model(n, limit, conds, bodies);
+    std::vector<uint8_t> zeros = pack(U32, std::vector<uint64_t>(4, 0));
+    add("no_carried_values[limit " + std::to_string(limit) + "]", rk::counted_loop_kernel(limit), n,
+        {zeros, zeros, {}}, {0, 0, 4}, {pack(U32, widen(conds)), pack(U32, widen(bodies)), {}});
+  }
+  {
+    std::vector<uint64_t> v[7];
+    for (size_t i = 0; i < n; ++i) {
+      rk::MixedCarried m = rk::mixed_carried_model(i);
+      v[0].push_back(m.k);
+      v[1].push_back(fbits(m.f));
+      v[2].push_back(dbits(m.d));
+      v[3].push_back(m.u);
+      v[4].push_back(m.b);
+      v[5].push_back(static_cast<uint32_t>(m.p));
+      v[6].push_back(static_cast<uint32_t>(m.q));
+    }
+    KernelIR ir = rk::mixed_carried_kernel();
+    std::vector<std::vector<uint8_t>> expect;
+    for (int p = 0; p < 7; ++p)
+      expect.push_back(pack(ir.params[p].type, v[p]));
+    add("carried_values_of_every_type", std::move(ir), n, std::vector<std::vector<uint8_t>>(7), {},
+        std::move(expect));
+  }
+  {
+    const size_t hist_n = 200;
+    std::vector<uint32_t> counters(5, 0), sums(5, 0), others(1, 0), hist(hist_n, 0);
+    rk::scatter_inc_branch_model(n, counters, sums, others, hist);
+    std::vector<uint8_t> five = pack(U32, std::vector<uint64_t>(5, 0));
+    add("scatter_inc_in_branch", rk::scatter_inc_branch_kernel(), n,
+        {five, five, pack(U32, {0}), pack(U32, std::vector<uint64_t>(hist_n, 0)), {}, {}, {}},
+        {0, 0, 0, 0, 5, 1, hist_n},
+        {pack(U32, widen(counters)),
+         pack(U32, widen(sums)),
+         pack(U32, widen(others)),
+         pack(U32, widen(hist)),
+         {},
+         {},
+         {}});
+  }
+}
+
 double as_real(ScalarType t, const uint8_t* p) {
   if (t == ScalarType::Float32) {
     float f;
@@ -878,6 +995,7 @@ std::vector<CorpusCase> ir_corpus() {
   scatter_reduction_cases(out);
   scatter_inc_cases(out);
   compound_cases(out);
+  region_cases(out);
   return out;
 }
 

@@ -64,6 +64,7 @@ enum class Op : uint8_t {
   Setp,
   Selp,
   Bra,
+  BrxIdx,  // brx.idx index, table: to the index-th label of a .branchtargets table
   Ret,
   Red,
   Atom,
@@ -153,6 +154,7 @@ struct Entry {
   std::string name;
   std::vector<std::string> params;
   std::vector<Instr> code;
+  std::vector<std::vector<uint32_t>> tables;  // .branchtargets lists, as instruction indices
   uint32_t n_regs = 0;
   uint32_t shared_bytes = 0;
 };
@@ -312,7 +314,9 @@ class Parser {
   PtxProgram& prog_;
   std::unordered_map<std::string, int32_t> regs_;
   std::unordered_map<std::string, uint32_t> labels_;
-  std::vector<std::pair<size_t, std::string>> fixups_;  // instruction index, label
+  std::vector<std::pair<size_t, std::string>> fixups_;     // instruction index, label
+  std::unordered_map<std::string, uint32_t> table_index_;  // .branchtargets name -> table
+  std::vector<std::vector<std::string>> table_labels_;     // per table: its labels
   std::string line_;
   int line_no_ = 0;
 };
@@ -424,7 +428,7 @@ void Parser::instruction(const std::string& text_in, Entry& e) {
       {"popc", Op::Popc}, {"sqrt", Op::Sqrt},     {"setp", Op::Setp},   {"selp", Op::Selp},
       {"bra", Op::Bra},   {"ret", Op::Ret},       {"exit", Op::Ret},    {"red", Op::Red},
       {"atom", Op::Atom}, {"membar", Op::Membar}, {"bar", Op::BarSync}, {"shfl", Op::Shfl},
-      {"vote", Op::Vote}};
+      {"vote", Op::Vote}, {"brx", Op::BrxIdx}};
   auto it = ops.find(name);
   if (it == ops.end())
     fail("unknown instruction " + name);
@@ -494,6 +498,19 @@ void Parser::instruction(const std::string& text_in, Entry& e) {
     size_t want = (in.op == Op::Atom ? 3u : 2u) + (in.atom == AtomOp::Cas ? 1u : 0u);
     if (opnds.size() != want)
       fail("wrong operand count for red/atom");
+  }
+  if (in.op == Op::BrxIdx) {
+    // brx.idx %r, table (a table declared before; uniform or predicated forms are not emitted)
+    if (in.mod != kIdx || opnds.size() != 2 || in.t != Ty::None)
+      fail("brx other than brx.idx index, table");
+    auto t = table_index_.find(opnds[1]);
+    if (t == table_index_.end())
+      fail("brx.idx names no .branchtargets declared before it: " + opnds[1]);
+    in.o[in.n++] = operand(opnds[0], e);
+    in.o[in.n].kind = Operand::Imm;
+    in.o[in.n++].imm = t->second;
+    e.code.push_back(in);
+    return;
   }
   for (const std::string& s : opnds)
     in.o[in.n++] = operand(s, e);
@@ -568,6 +585,8 @@ void Parser::parse(const std::string& text) {
         regs_.clear();
         labels_.clear();
         fixups_.clear();
+        table_index_.clear();
+        table_labels_.clear();
         in_params = l.find(')') == std::string::npos;
         continue;
       }
@@ -599,6 +618,16 @@ void Parser::parse(const std::string& text) {
           if (ins.o[k].kind == Operand::Label)
             ins.o[k].imm = it->second;
       }
+      for (const std::vector<std::string>& names : table_labels_) {
+        std::vector<uint32_t> targets;
+        for (const std::string& label : names) {
+          auto it = labels_.find(label);
+          if (it == labels_.end())
+            throw PtxError("PTX: unknown label " + label + " in a .branchtargets of " + e->name);
+          targets.push_back(it->second);
+        }
+        e->tables.push_back(std::move(targets));
+      }
       e->n_regs = static_cast<uint32_t>(regs_.size());
       in_body = false;
       e = nullptr;
@@ -619,6 +648,16 @@ void Parser::parse(const std::string& text) {
     }
     if (l.back() == ':') {
       labels_[l.substr(0, l.size() - 1)] = static_cast<uint32_t>(e->code.size());
+      continue;
+    }
+    if (size_t d = l.find(": .branchtargets "); d != std::string::npos && l.back() == ';') {
+      // name: .branchtargets L0, L1, ...; (the labels are resolved at the end of the entry)
+      std::string name = trim(l.substr(0, d));
+      std::vector<std::string> names = split_operands(l.substr(d + 17, l.size() - d - 18));
+      if (names.empty() || table_index_.count(name))
+        fail("an empty or repeated .branchtargets");
+      table_index_[name] = static_cast<uint32_t>(table_labels_.size());
+      table_labels_.push_back(std::move(names));
       continue;
     }
     if (l.back() != ';')
@@ -1204,6 +1243,16 @@ void Machine::step(Thread& t) {
     case Op::Bra:
       t.pc = static_cast<uint32_t>(in.o[0].imm);
       return;
+    case Op::BrxIdx: {
+      // PTX leaves an index past the table undefined: the generator guards it, so fail.
+      const std::vector<uint32_t>& table = e_.tables[in.o[1].imm];
+      uint64_t i = read(t, in.o[0]) & 0xFFFFFFFFu;
+      if (i >= table.size())
+        fail(t, "brx.idx index " + std::to_string(i) + " past its table of " +
+                    std::to_string(table.size()));
+      t.pc = table[i];
+      return;
+    }
     case Op::Ret:
       t.state = Thread::Done;
       return;
