@@ -130,7 +130,7 @@ TEST_CASE("format: a file of several recordings loads each by index", "[format]"
     CHECK(ff::Recording::load(dir.file("multi.ffr"), k).to_string() ==
           samples[k].second.to_string());
   REQUIRE_THROWS_WITH(ff::Recording::load(dir.file("multi.ffr"), samples.size()),
-                      Contains("holds 7 recording(s)"));
+                      Contains("holds " + std::to_string(samples.size()) + " recording(s)"));
   ff::format::ParsedFile f = ff::format::parse(ff::format::write(all));
   CHECK(f.recordings.size() == samples.size());
 }
@@ -335,11 +335,11 @@ TEST_CASE("format: a session capture saves and loads, and replaying it is refuse
   REQUIRE_THROWS_WITH(c.replay({}), Contains("capture") && Contains("not replayed"));
 }
 
-TEST_CASE("format: the golden files of formats 1.0 to 1.4 load and replay", "[format]") {
+TEST_CASE("format: the golden files of formats 1.0 to 1.5 load and replay", "[format]") {
   // tests/data/recording-1.N.ffr: the "gather" sample, written by scripts/make-golden.sh with
   // format 1.N. Every later release of major version 1 must load them.
   ffr::fresh();
-  std::string version = GENERATE(as<std::string>(), "1.0", "1.1", "1.2", "1.3", "1.4");
+  std::string version = GENERATE(as<std::string>(), "1.0", "1.1", "1.2", "1.3", "1.4", "1.5");
   INFO("recording-" << version << ".ffr");
   ff::Recording g =
       ff::Recording::load(std::string(FF_TEST_DATA_DIR) + "/recording-" + version + ".ffr");

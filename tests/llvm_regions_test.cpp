@@ -920,6 +920,7 @@ TEST_CASE("calls with indices out of range run nothing and give zeros", "[llvm][
         kSizes);
   }
 }
+
 TEST_CASE("a loop in an if in a loop, loops without carried values, carried values of every type",
           "[llvm][regions]") {
   KernelIR nested = nested_loop_kernel(), mixed = mixed_carried_kernel();

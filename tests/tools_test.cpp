@@ -309,10 +309,26 @@ TEST_CASE("tools: recorder-dump prints a summary, kernels, JSON and a graph dot 
   for (const char* op : {"= scatter_min.", "= scatter_max.", "= scatter_mul.", "= scatter_or.",
                          "= scatter_and.", "= scatter_inc.uint32"})
     CHECK_THAT(sk.out, Contains(op));
+  // Regions by name, their contents indented under them.
+  Result cf = dump({data("control_flow.ffr"), "--kernels"});
+  CHECK(cf.status == 0);
+  for (const char* op :
+       {"= loop.bool", "= loop_var.float32", "= loop_cond.bool", "= if.bool", "= else.bool",
+        "= call.bool", "= case.bool", "= yield.", "= end.bool", "= result."})
+    CHECK_THAT(cf.out, Contains(op));
+  {
+    // The line after the loop marker (its first carried value) is indented one step more.
+    size_t at = cf.out.find("= loop.bool");
+    REQUIRE(at != std::string::npos);
+    size_t line = cf.out.rfind('\n', at) + 1, next = cf.out.find('\n', at) + 1;
+    size_t indent = cf.out.find('%', line) - line, next_indent = cf.out.find('%', next) - next;
+    CHECK(next_indent == indent + 2);
+    CHECK(cf.out.compare(cf.out.find('=', next), 10, "= loop_var") == 0);
+  }
   Result j = dump({data("multi.ffr"), "--json"});
   REQUIRE(j.status == 0);
   nlohmann::json parsed_json = nlohmann::json::parse(j.out);
-  CHECK(parsed_json["recordings"].size() == 7);
+  CHECK(parsed_json["recordings"].size() == 8);
   Result one = dump({data("multi.ffr"), "--json", "--recording", "3"});
   REQUIRE(one.status == 0);
   CHECK(nlohmann::json::parse(one.out)["recordings"][0]["index"] == 3);
@@ -350,10 +366,10 @@ TEST_CASE("tools: recorder-dump shows a capture and each recording of a multi-re
   CHECK_THAT(c.out, Contains("whole-session capture"));
   Result m = dump({data("multi.ffr")});
   CHECK(m.status == 0);
-  CHECK_THAT(m.out, Contains("7 recording(s)") && Contains("recording 6:"));
-  Result bad = dump({data("multi.ffr"), "--recording", "7"});
+  CHECK_THAT(m.out, Contains("8 recording(s)") && Contains("recording 7:"));
+  Result bad = dump({data("multi.ffr"), "--recording", "8"});
   CHECK(bad.status == 2);
-  CHECK_THAT(bad.err, Contains("holds 7 recording(s)"));
+  CHECK_THAT(bad.err, Contains("holds 8 recording(s)"));
 }
 
 TEST_CASE("tools: recorder-dump refuses a negative or non-numeric --recording",
@@ -363,7 +379,7 @@ TEST_CASE("tools: recorder-dump refuses a negative or non-numeric --recording",
     Result r = dump({data("multi.ffr"), "--recording", k});
     CHECK(r.status == 2);
     CHECK_THAT(r.err, Contains(std::string("--recording ") + k + ": not a recording index") &&
-                          Contains("holds 7 recording(s)"));
+                          Contains("holds 8 recording(s)"));
     CHECK_THAT(r.err, !Contains("18446744073709551615"));
     CHECK(r.out.empty());
   }

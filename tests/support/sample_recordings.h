@@ -4,6 +4,7 @@
 
 #include <freezeframe/freezeframe.h>
 
+#include <array>
 #include <string>
 #include <utility>
 #include <vector>
@@ -74,6 +75,26 @@ inline std::vector<std::pair<std::string, ff::Recording>> sample_recordings() {
                      Float queue = ff::zeros<Float>(ff::width(x));
                      ff::scatter(queue, x, slot, x > 3.f);
                      return std::vector<AnyArray>{lo, hi, prod, bits, all, counter, queue};
+                   }));
+  out.emplace_back("control_flow", ff::record({x, i}, [&] {  // a loop, a branch and a call
+                     UInt32 visits = ff::zeros<UInt32>(4);
+                     auto [y, k] = ff::while_loop(
+                         std::make_tuple(x, ff::zeros<UInt32>(ff::width(x))),
+                         [](const Float& v, const UInt32&) { return v > 1.f; },
+                         [&](Float& v, UInt32& trips) {
+                           v = v * 0.5f;
+                           trips += 1u;
+                           ff::scatter_add(visits, UInt32(1u), trips % 4u);
+                         });
+                     Float z = ff::if_stmt(
+                         std::make_tuple(y), k % 2u == 0u, [](const Float& v) { return v + 10.f; },
+                         [](const Float& v) { return v - 10.f; });
+                     std::array<Float (*)(const Float&), 3> targets = {
+                         [](const Float& v) { return v * 2.f; },
+                         [](const Float& v) { return ff::sqrt(ff::abs(v)); },
+                         [](const Float& v) { return -v; }};
+                     Float w = ff::switch_(i % 4u, targets, z);
+                     return std::vector<AnyArray>{w, k, visits};
                    }));
   return out;
 }
