@@ -481,6 +481,18 @@ TEST_CASE("tools: recorder-replay replays, times ops and writes a trace with one
   CHECK(spans == 3 * n_ops);
 }
 
+TEST_CASE("tools: recorder-replay replays a recording with a loop, a branch and a call afresh",
+          "[tools]") {
+  // A fresh process loads the file and replays it at another size (and so other trip counts).
+  for (const char* size : {"input0=0", "input0=1", "input0=1001"}) {
+    Result r = replay({data("control_flow.ffr"), "--size", size, "--size",
+                       std::string("input1=") + (std::string(size).substr(7))});
+    INFO(size << ": " << r.out << r.err);
+    CHECK(r.status == 0);
+    CHECK_THAT(r.out, Contains("replays: 1"));
+  }
+}
+
 TEST_CASE("tools: recorder-replay: sizes tied by guards follow, a size a guard rejects is named",
           "[tools]") {
   // aliased: one input passed twice; its sizes follow each other.

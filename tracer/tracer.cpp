@@ -301,7 +301,8 @@ void settle(std::initializer_list<VarId> ops) {
     }
     // The old values of a one-lane increment, pending: evaluated first, since in a wider
     // kernel the broadcast would run the increment once per lane.
-    if (v && s[v].kind == VarKind::Op && op_facts(s[v].op).side_effect && s[v].size == 1) {
+    if (v && s[v].kind == VarKind::Op && op_facts(s[v].op).side_effect &&
+        op_facts(s[v].op).region == RegionRole::None && s[v].size == 1) {
       flush_side_effects();
       return;
     }
