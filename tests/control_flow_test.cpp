@@ -12,8 +12,10 @@
 #include <thread>
 #include <vector>
 
+#include "common/log.h"
 #include "freezeframe/freezeframe.h"
 #include "support/errors.h"
+#include "support/log_capture.h"
 #include "support/temp_file.h"
 
 namespace {
@@ -442,6 +444,19 @@ TEST_CASE("while_loop errors name the loop and the state path", "[control_flow][
       opt);
   check_error<ff::Error>([&] { ff::eval(leaked); }, {"while_loop 'walk'", "used outside the loop"});
   CHECK(q2.pos.to_vector() == std::vector<float>{3.f, 3.f, 3.f, 3.f});
+  // The values of a scatter_inc inside a branch used after it (would increment twice).
+  UInt32 counter = ff::zeros<UInt32>(1), slot;
+  Float picked = ff::if_stmt(
+      std::make_tuple(p.pos), p.pos > 1.f,
+      [&](const Float& v) {
+        slot = ff::scatter_inc(counter, UInt32(0u));
+        return v;
+      },
+      [](const Float& v) { return v; });
+  check_error<ff::Error>([&] { ff::eval(slot); },
+                         {"if_stmt", "scatter_inc inside it are used outside it"});
+  CHECK(picked.to_vector() == std::vector<float>{0.f, 1.f, 2.f, 3.f});
+  CHECK(counter.to_vector() == std::vector<uint32_t>{2});
   // A condition that is no Bool does not compile (a constraint generic code can test).
   STATIC_REQUIRE(LoopCondAccepted<std::function<Bool(const Float&)>, Float>);
   STATIC_REQUIRE_FALSE(LoopCondAccepted<std::function<Float(const Float&)>, Float>);
@@ -638,4 +653,31 @@ TEST_CASE("recordings with loops: the optimiser on and off give bitwise equal re
     CHECK(ra.at(1).as<UInt32>().to_vector() == rb.at(1).as<UInt32>().to_vector());
     CHECK(ra.at(2).as<Float>().to_vector() == rb.at(2).as<Float>().to_vector());
   }
+}
+
+TEST_CASE("FF_DEBUG warns when lanes stop at max_iterations, naming the loop", "[control_flow]") {
+  ff::set_flag(ff::Flag::Debug, true);
+  ff::LoopOptions opt;
+  opt.name = "collatz";
+  opt.max_iterations = 5;
+  {
+    fff::LogCapture log(ff::logging::tracer());
+    auto [x, steps] = collatz_loop(starts(10), opt);
+    ff::eval(x, steps);
+    size_t still = 0;
+    for (uint32_t i = 1; i <= 10; ++i)
+      still += collatz(i) > 5;
+    CHECK_THAT(log.str(),
+               Catch::Matchers::Contains("while_loop 'collatz': " + std::to_string(still) +
+                                         " lane(s) were still active after "
+                                         "max_iterations = 5"));
+  }
+  {
+    fff::LogCapture log(ff::logging::tracer());
+    opt.max_iterations = 1000;  // every lane finishes: no warning
+    auto [x, steps] = collatz_loop(starts(10), opt);
+    ff::eval(x, steps);
+    CHECK(log.str().find("max_iterations") == std::string::npos);
+  }
+  ff::set_flag(ff::Flag::Debug, false);
 }

@@ -1,7 +1,9 @@
 // Frozen functions on the "cuda" stack (a real GPU in ff_tests_cuda, the simulated driver in
 // ff_tests_cuda_sim): a step that updates a struct taken by reference and returns reductions,
 // frozen at one size and replayed at others (graph replay and op-by-op), against the same step
-// traced on cuda; PCG32 inside a frozen function advances the caller's generator as traced.
+// traced on cuda; PCG32 inside a frozen function advances the caller's generator as traced; a
+// loop, a branch and a call (kernel IR regions) replay as traced.
+#include <array>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 
@@ -57,4 +59,40 @@ TEST_CASE("ff::freeze on cuda: PCG32 draws the traced numbers", "[cuda][freeze]"
   }
   CHECK(a.state.to_vector() == b.state.to_vector());
   CHECK(f.n_replays() == 4);
+}
+
+TEST_CASE("ff::freeze on cuda: a loop with a scatter, a branch and a call replay as traced",
+          "[cuda][freeze]") {
+  if (!ffcuda::require_cuda())
+    return;
+  auto step = [](const Float& x, const UInt32& which) {
+    UInt32 hist = ff::zeros<UInt32>(4);
+    auto [y, k] = ff::while_loop(
+        std::make_tuple(x, ff::zeros<UInt32>(ff::width(x))),
+        [](const Float& v, const UInt32&) { return v > 1.f; },
+        [&](Float& v, UInt32& n) {
+          v = v * 0.5f;
+          n += 1u;
+          ff::scatter_add(hist, UInt32(1u), n % 4u);
+        });
+    Float z = ff::if_stmt(
+        std::make_tuple(y), k % 2u == 0u, [](const Float& v) { return v + 10.f; },
+        [](const Float& v) { return v - 10.f; });
+    std::array<Float (*)(const Float&), 2> targets = {[](const Float& v) { return v * 2.f; },
+                                                      [](const Float& v) { return -v; }};
+    return std::tuple{ff::switch_(which, targets, z), k, hist};
+  };
+  for (const char* graphs : {"1", "0"}) {
+    INFO("FF_CUDA_GRAPHS=" << graphs);
+    setenv("FF_CUDA_GRAPHS", graphs, 1);
+    ffr::fresh("cuda");
+    auto f = ff::freeze(step);
+    auto make = [](size_t n) {
+      return std::tuple{fff::ramp(n, 3.5f, 0.25f), ff::arange<UInt32>(n) % 3u};
+    };
+    for (size_t n : {100, 0, 1, 2, 13, 4097, 100})
+      fff::same_as_traced(f, step, make, n, 0.0);
+    CHECK(f.n_recordings() == 1);
+  }
+  unsetenv("FF_CUDA_GRAPHS");
 }

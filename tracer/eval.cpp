@@ -92,6 +92,12 @@ bool range_checks() {
   return debug_checks() && !recording_open();
 }
 
+/// A gather's source and an increment's counter (dep[0]) are buffers, not values to emit.
+bool first_dep_is_buffer(IrOp op) {
+  return op == IrOp::Gather ||
+         (op_facts(op).side_effect && op_facts(op).region == RegionRole::None);
+}
+
 struct RangeReport {
   std::shared_ptr<Buffer> buffer;  // two words: offending access seen (0/1), its index
   const char* what;
@@ -205,6 +211,25 @@ class KernelBuilder {
 
  private:
   void emit_region(VarId rv);
+
+  /// Whether a region being emitted now holds variables tagged `tag`.
+  bool emitting_region_of(uint32_t tag) const {
+    for (const RegionData* r : emitting_)
+      if (tag >= r->serial && tag < r->serial_end)
+        return true;
+    return false;
+  }
+
+  /// The region (alive, since a variable tagged with it is) whose serial is `tag`, or the
+  /// innermost one around it.
+  const RegionData* region_with_serial(uint32_t tag) const {
+    const RegionData* best = nullptr;
+    for (const auto& r : s_.regions)
+      if (r && tag >= r->serial && tag < r->serial_end && (!best || r->serial > best->serial))
+        best = r.get();
+    return best;
+  }
+
   void hoist_inputs(const RegionData& r);
   void emit_part(const RegionData::Part& part);
 
@@ -229,6 +254,7 @@ class KernelBuilder {
   uint64_t size_;
   uint32_t epoch_;
   std::deque<std::vector<std::pair<VarId, bool>>> nested_stacks_;  // emit() inside emit()
+  std::vector<const RegionData*> emitting_;                        // regions being emitted
   size_t emit_depth_ = 0;
   int region_level_ = 0;
   std::vector<VarId> log_;
@@ -273,9 +299,7 @@ uint32_t KernelBuilder::emit(VarId root) {
                   "the loop; hand it out through the state");
     if (var.kind == VarKind::Op && !expanded) {
       stack.back().second = true;
-      // A gather's source and an increment's counter are buffers, not values.
-      bool buffer_dep = var.op == IrOp::Gather || (op_facts(var.op).side_effect &&
-                                                   op_facts(var.op).region == RegionRole::None);
+      bool buffer_dep = first_dep_is_buffer(var.op);
       for (int i = 3; i >= (buffer_dep ? 1 : 0); --i) {
         VarId d = var.dep[i];
         if (d && s_[d].scratch_epoch != epoch_)
@@ -316,7 +340,13 @@ uint32_t KernelBuilder::emit(VarId root) {
           if (range_checks())
             add_range_report(in, "gather", src->size, s_[var.dep[1]].type);
         } else if (var.op == IrOp::ScatterInc) {
-          // The increment itself (its effect's entry in the group then finds it emitted).
+          // The increment itself (its effect's entry in the group then finds it emitted). One
+          // traced inside a region runs there: emitted elsewhere it would run twice.
+          if (var.tag && !emitting_region_of(var.tag))
+            throw Error((region_with_serial(var.tag) ? region_label(*region_with_serial(var.tag))
+                                                     : std::string("a symbolic region")) +
+                        ": the values of a scatter_inc inside it are used outside it; hand "
+                        "them out as a result");
           const std::shared_ptr<Buffer>& counter = s_[var.dep[0]].buffer;
           in.a = buffer_param(*counter, ParamKind::BufferInOut);
           in.b = s_[var.dep[1]].scratch;
@@ -367,6 +397,7 @@ void KernelBuilder::emit_region(VarId rv) {
   const RegionData& r = *s_.regions[s_[rv].imm];
   hoist_inputs(r);
   ++region_level_;
+  emitting_.push_back(&r);
   size_t mark = log_.size();
   std::vector<ScalarType> types;
   auto marker = [&](IrOp op, uint32_t a = kNoOperand, uint64_t imm = 0) {
@@ -407,6 +438,7 @@ void KernelBuilder::emit_region(VarId rv) {
   marker(IrOp::EndRegion);
   forget_since(mark);
   --region_level_;
+  emitting_.pop_back();
   auto first = static_cast<uint32_t>(ir_.instrs.size());
   for (ScalarType t : types)
     instr(IrInstr{IrOp::Result, t});
@@ -434,9 +466,7 @@ void KernelBuilder::hoist_inputs(const RegionData& r) {
       for_each_region_input(*s_.regions[var.imm], [&](VarId d) { work.push_back(d); });
       continue;
     }
-    // A gather's source and an increment's counter are buffers, not values.
-    bool buffer_dep = var.op == IrOp::Gather ||
-                      (op_facts(var.op).side_effect && op_facts(var.op).region == RegionRole::None);
+    bool buffer_dep = first_dep_is_buffer(var.op);
     for (int i = buffer_dep ? 1 : 0; i < 4; ++i)
       if (var.dep[i])
         work.push_back(var.dep[i]);

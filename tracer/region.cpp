@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <string>
 
+#include "common/log.h"
 #include "freezeframe/errors.h"
 #include "tracer/variable.h"
 
@@ -199,6 +200,23 @@ std::vector<VarId> take_local(std::span<const Handle> handles) {
   return out;
 }
 
+/// References to local variables (from take_local), dropped at the end of a scope (in a window
+/// of this thread: declare it before the Window).
+struct LocalRefs {
+  std::vector<VarId> vars;
+
+  explicit LocalRefs(std::vector<VarId> v) : vars(std::move(v)) {}
+
+  ~LocalRefs() {
+    Window w;
+    for (VarId x : vars)
+      dec_local(x);
+  }
+
+  LocalRefs(const LocalRefs&) = delete;
+  LocalRefs& operator=(const LocalRefs&) = delete;
+};
+
 /// Every effect and yield a region's lanes run must have its size or 1.
 std::vector<VarId> lane_values(const RegionData& r) {
   std::vector<VarId> ops;
@@ -293,17 +311,9 @@ void var_loop_cond(Handle loop, Handle cond) {
 
 void var_loop_end(Handle loop, std::span<const Handle> yields, Handle* results) {
   TracerState& s = state();
-  std::vector<VarId> local = take_local(yields);
+  LocalRefs held(take_local(yields));
+  const std::vector<VarId>& local = held.vars;
   Window w;
-
-  struct Release {
-    std::vector<VarId>& v;
-
-    ~Release() {
-      for (VarId x : v)
-        dec_local(x);
-    }
-  } release{local};
 
   VarId rv = index_of(loop);
   check_region_var(s, rv, IrOp::LoopBegin);
@@ -356,17 +366,9 @@ Handle var_branch_begin(const char* name, Handle selector, uint32_t n_targets) {
 
 void var_branch_part(Handle region, std::span<const Handle> yields) {
   TracerState& s = state();
-  std::vector<VarId> local = take_local(yields);
+  LocalRefs held(take_local(yields));
+  const std::vector<VarId>& local = held.vars;
   Window w;
-
-  struct Release {
-    std::vector<VarId>& v;
-
-    ~Release() {
-      for (VarId x : v)
-        dec_local(x);
-    }
-  } release{local};
 
   VarId rv = index_of(region);
   if (!rv || s[rv].kind != VarKind::Op ||
@@ -452,6 +454,13 @@ void var_pop_scatter_mask() noexcept {
 
 bool var_recording() {
   return recording_open();
+}
+
+void warn_iteration_limit(const std::string& label, uint64_t lanes, uint64_t limit) {
+  logging::tracer().warn(
+      "{}: {} lane(s) were still active after max_iterations = {} iterations; they left the "
+      "loop with their state as it was (FF_DEBUG)",
+      label, lanes, limit);
 }
 
 }  // namespace ff::detail

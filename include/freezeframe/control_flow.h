@@ -24,6 +24,7 @@
 #include "freezeframe/array.h"
 #include "freezeframe/errors.h"
 #include "freezeframe/freeze.h"
+#include "freezeframe/init.h"
 #include "freezeframe/traverse.h"
 
 namespace ff {
@@ -290,6 +291,14 @@ requires(
   detail::var_loop_end(loop.get(), after.handles, results.data());
   loop.closed();
   detail::replace_arrays(st, results);
+  // FF_DEBUG: a lane whose condition still holds for its final state stopped at the limit.
+  // (A host read, so not while recording: a recording is checked when it runs traced.)
+  if (opt.max_iterations >= 0 && flag(Flag::Debug) && !detail::var_recording()) {
+    Bool still = std::apply([&](const S&... s) { return cond(s...); }, std::as_const(st));
+    uint32_t lanes = count(still).to_vector().at(0);
+    if (lanes)
+      detail::warn_iteration_limit(label, lanes, static_cast<uint64_t>(opt.max_iterations));
+  }
   return st;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "freezeframe/reduce_op.h"
 #include "freezeframe/scalar_type.h"
@@ -129,5 +130,8 @@ void var_push_scatter_mask(Handle mask);
 void var_pop_scatter_mask() noexcept;
 /// Whether this thread is recording (ff::record, a frozen function's first call).
 bool var_recording();
+/// FF_DEBUG: the warning that `lanes` lanes of loop `label` were still active when it stopped
+/// at its iteration limit.
+void warn_iteration_limit(const std::string& label, uint64_t lanes, uint64_t limit);
 
 }  // namespace ff::detail
