@@ -1,6 +1,7 @@
 // The cross-backend corpus and its array files (see cross_corpus.h).
 #include "cuda/cross_corpus.h"
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -79,6 +80,28 @@ std::vector<CrossCase> cross_corpus() {
                  Bool b = get<Bool>(in, 1);
                  Bool gt = x > 0.25f;
                  return {gt ^ b, !gt | b, ff::select(b, x, -x), ff::cast<Int32>(b) * 3};
+               }});
+  c.push_back({"control_flow", specs(ffr::f32(), ffr::u32()), [](Inputs& in) -> Inputs {
+                 // A loop whose lanes iterate 0 to ~30 times with a scatter in its body, a
+                 // branch and a call (kernel IR regions: PTX branches on the GPU).
+                 Float x = ff::abs(get<Float>(in, 0)) * 1000.f;
+                 UInt32 u = get<UInt32>(in, 1);
+                 UInt32 hist = ff::zeros<UInt32>(8);
+                 auto [y, k] = ff::while_loop(
+                     std::make_tuple(x, ff::zeros<UInt32>(ff::width(x))),
+                     [](const Float& v, const UInt32&) { return v > 1.f; },
+                     [&](Float& v, UInt32& n) {
+                       v = v * 0.5f;
+                       n += 1u;
+                       ff::scatter_add(hist, UInt32(1u), n % 8u);
+                     });
+                 Float z = ff::if_stmt(
+                     std::make_tuple(y), k % 2u == 0u, [](const Float& v) { return v + 10.f; },
+                     [](const Float& v) { return v * v; });
+                 std::array<Float (*)(const Float&), 3> targets = {
+                     [](const Float& v) { return v * 2.f; },
+                     [](const Float& v) { return ff::sqrt(v); }, [](const Float& v) { return -v; }};
+                 return {ff::switch_(u % 4u, targets, z), k, hist};
                }});
   return c;
 }
