@@ -4,12 +4,18 @@
 // loop in an if in a loop, loops without carried values, carried values of every type,
 // scatter_inc in a branch) assembled by ptxas and run on the PTX reference interpreter against
 // their host models in several schedules. tests/cuda_codegen_test.cpp compares them with the
-// LLVM backend along with the rest of the corpus.
+// LLVM backend along with the rest of the corpus. And the kernels of
+// tests/support/region_op_kernels.h (every opcode family at the top level, in a loop body, an
+// if part and a call target; loops carrying every element type; nested regions), which
+// tests/llvm_regions_test.cpp runs on LlvmJit: assembled by ptxas and run on the interpreter
+// against the host IR interpreter (tests/support/ir_interpreter.h).
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <cstdlib>
 #include <regex>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/cuda/ptx_codegen.h"
@@ -17,6 +23,7 @@
 #include "cuda/ptx_interpreter.h"
 #include "cuda/ptxas.h"
 #include "support/region_kernels.h"
+#include "support/region_op_kernels.h"
 
 using namespace ff;
 using namespace ff::cuda_backend;
@@ -31,6 +38,18 @@ std::vector<ffcuda::CorpusCase> region_corpus() {
   return r;
 }
 
+// ptxas, or "" after a warning where there is none (a failure when FF_REQUIRE_PTXAS is set).
+std::string ptxas_or_skip() {
+  std::string ptxas = ffcuda::find_ptxas();
+  if (ptxas.empty()) {
+    const char* req = std::getenv("FF_REQUIRE_PTXAS");
+    if (req && *req && std::string(req) != "0")
+      FAIL("ptxas not found (FF_REQUIRE_PTXAS is set)");
+    WARN("skipped: ptxas not found (on PATH, in $FF_PTXAS or /usr/local/cuda/bin)");
+  }
+  return ptxas;
+}
+
 size_t count(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1))
@@ -42,14 +61,9 @@ size_t count(const std::string& text, const std::string& what) {
 
 TEST_CASE("region kernels assemble with ptxas for sm_75, sm_80 and sm_90, unrolled or not",
           "[cuda_codegen][ptxas][regions]") {
-  std::string ptxas = ffcuda::find_ptxas();
-  if (ptxas.empty()) {
-    const char* req = std::getenv("FF_REQUIRE_PTXAS");
-    if (req && *req && std::string(req) != "0")
-      FAIL("ptxas not found (FF_REQUIRE_PTXAS is set)");
-    WARN("skipped: ptxas not found (on PATH, in $FF_PTXAS or /usr/local/cuda/bin)");
+  std::string ptxas = ptxas_or_skip();
+  if (ptxas.empty())
     return;
-  }
   std::vector<ffcuda::CorpusCase> corpus = region_corpus();
   for (unsigned sm : {75u, 80u, 90u}) {
     INFO("sm_" << sm);
@@ -169,4 +183,110 @@ $L__9:
   // A table that is not declared, or declared after its use.
   CHECK_THROWS_AS(ffcuda::PtxModule(head + brx + tail), ffcuda::PtxError);
   CHECK_THROWS_AS(ffcuda::PtxModule(head + brx + table + tail), ffcuda::PtxError);
+}
+
+// --- every opcode family in regions (tests/support/region_op_kernels.h) -----------------------
+
+namespace {
+
+namespace ro = ff_test::region_ops;
+
+// A kernel of region_op_kernels.h with the arguments it runs with, and the tolerance of its
+// float outputs (ro::close_enough).
+struct OpKernel {
+  std::string name;
+  KernelIR ir;
+  ro::Setup setup;
+  double tol = 0;
+};
+
+// Every family at every place, loops carrying every element type (with and without an
+// iteration limit), the nested regions and a call with indices out of range.
+std::vector<OpKernel> op_kernels() {
+  std::vector<OpKernel> r;
+  for (const ro::Family& fam : ro::families())
+    for (ro::Place place : ro::kPlaces)
+      r.push_back({std::string(fam.name) + " at " + ro::to_string(place),
+                   ro::placed_kernel(fam, place), ro::placed_setup(fam, place), fam.tol});
+  for (uint64_t limit : {kNoIterationLimit, uint64_t{0}, uint64_t{1}, uint64_t{4}})
+    r.push_back({"carried, limit " + std::to_string(limit), ro::carried_kernel(limit),
+                 ro::carried_setup([](size_t k) { return double((k * 5) % 7); }), 0});
+  r.push_back({"nested", ro::nested_kernel(), ro::nested_args, 0});
+  r.push_back(
+      {"call out of range", ff_test::regions::call_kernel(5), ro::out_of_range_call_setup(5), 0});
+  return r;
+}
+
+// How the interpreter runs a kernel: elements per thread per trip of the grid-stride loop,
+// grid and block, and the instructions after which threads take turns (0: at collectives).
+struct Schedule {
+  unsigned unroll, grid, block, quantum;
+};
+
+// Runs `m`'s entry "k" over [0, n) with `args` (buffers updated in place).
+void launch(ffcuda::PtxModule& m, const Schedule& s, size_t n, std::vector<ro::Arg>& args) {
+  m.clear_allowed();
+  std::vector<uint64_t> params{n};
+  for (ro::Arg& a : args) {
+    if (a.buffer)
+      m.allow(a.bytes.data(), a.bytes.size());
+    params.push_back(a.buffer ? reinterpret_cast<uint64_t>(a.bytes.data()) : a.bits);
+  }
+  m.launch("k", s.grid, s.block, params);
+}
+
+}  // namespace
+
+TEST_CASE("every opcode family in regions assembles with ptxas for sm_75, sm_80 and sm_90",
+          "[cuda_codegen][ptxas][regions]") {
+  std::string ptxas = ptxas_or_skip();
+  if (ptxas.empty())
+    return;
+  std::vector<OpKernel> kernels = op_kernels();
+  // The generated PTX differs between targets in its header only, and ptxas takes ~10 s a
+  // target for every unrolling (the math kernels are large): the default unrolling for every
+  // target, 1 and 8 besides for sm_75.
+  const std::pair<unsigned, std::vector<unsigned>> targets[] = {
+      {75u, {1u, 4u, 8u}}, {80u, {4u}}, {90u, {4u}}};
+  for (const auto& [sm, unrolls] : targets) {
+    INFO("sm_" << sm);
+    std::vector<std::string> modules;
+    for (unsigned unroll : unrolls) {
+      PtxOptions o;
+      o.target.sm = sm;
+      o.unroll = unroll;
+      for (const OpKernel& k : kernels)
+        modules.push_back(emit_ptx_kernel(k.ir, "k", o));
+    }
+    auto r = ffcuda::run_ptxas(ptxas, ffcuda::combine_modules(modules, sm), sm);
+    INFO(r.output);
+    CHECK(r.status == 0);
+    CHECK(r.output.empty());
+  }
+}
+
+TEST_CASE("every opcode family in regions gives the host interpreter's result on the PTX one",
+          "[cuda_codegen][semantics][regions]") {
+  // Unrolled copies (16 elements a trip of the grid-stride loop: sizes 17 and 33 run them and
+  // the plain loop), more threads than elements switching every 3 instructions, and 2 threads
+  // switching every instruction (other lanes' scatters land between a lane's loads and
+  // stores).
+  const Schedule schedules[] = {{4, 1, 4, 0}, {1, 2, 32, 3}, {8, 1, 2, 1}};
+  for (const OpKernel& k : op_kernels())
+    for (const Schedule& s : schedules) {
+      INFO(k.name << ", unroll " << s.unroll << ", " << s.grid << " x " << s.block
+                  << " threads, quantum " << s.quantum);
+      PtxOptions o;
+      o.unroll = s.unroll;
+      ffcuda::PtxModule m(emit_ptx_kernel(k.ir, "k", o));
+      m.set_quantum(s.quantum);
+      for (size_t n : {0, 1, 2, 5, 17, 33}) {
+        INFO("n " << n);
+        std::vector<ro::Arg> got = k.setup(n), want = k.setup(n);
+        REQUIRE(got.size() == k.ir.params.size());
+        launch(m, s, n, got);
+        ro::run_on_host(k.ir, n, want);
+        CHECK(ro::mismatch(got, want, k.tol) == "");
+      }
+    }
 }
