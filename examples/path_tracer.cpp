@@ -381,8 +381,10 @@ int main(int argc, char** argv) {
                 frozen_frame.n_replays());
     std::printf("  OpenMP by hand     %9.3f  %9.3f  (%d threads)\n", omp_t.first_ms,
                 omp_t.median_ms, omp_threads);
-    std::printf("  frozen / OpenMP               %6.2fx\n", frozen_t.median_ms / omp_t.median_ms);
-    std::printf("  traced / frozen               %6.2fx\n",
+    // Speed ratios (a time divided by a time), above 1 where the second is faster.
+    std::printf("  speed frozen vs OpenMP        %6.2fx  (OpenMP time / frozen time)\n",
+                omp_t.median_ms / frozen_t.median_ms);
+    std::printf("  speed frozen vs traced        %6.2fx  (traced time / frozen time)\n",
                 traced_t.median_ms / frozen_t.median_ms);
 
     if (!out_file.empty()) {
