@@ -681,3 +681,67 @@ TEST_CASE("FF_DEBUG warns when lanes stop at max_iterations, naming the loop", "
   }
   ff::set_flag(ff::Flag::Debug, false);
 }
+
+TEST_CASE("an exception inside nested regions leaves nothing behind, the next call works",
+          "[control_flow][errors]") {
+  struct Thrown {};
+
+  UInt32 hits = ff::zeros<UInt32>(2);
+  Float x = ff::arange<Float>(6);
+  ff::Stats before = ff::stats();
+  // Thrown from the false branch of an if inside a loop body, after scatters in both.
+  CHECK_THROWS_AS(ff::while_loop(
+                      std::make_tuple(ff::zeros<UInt32>(6)), [](const UInt32& i) { return i < 3u; },
+                      [&](UInt32& i) {
+                        ff::scatter_add(hits, UInt32(1u), UInt32(0u));
+                        Float y = ff::if_stmt(
+                            std::make_tuple(x), x > 2.f,
+                            [&](const Float& v) {
+                              ff::scatter_add(hits, UInt32(1u), UInt32(1u));
+                              return v;
+                            },
+                            [](const Float&) -> Float { throw Thrown{}; });
+                        (void)y;
+                        i += 1u;
+                      }),
+                  Thrown);
+  // From a switch_ target, and from a loop condition.
+  std::vector<std::function<Float(const Float&)>> targets = {
+      [](const Float& v) { return v; }, [](const Float&) -> Float { throw Thrown{}; }};
+  CHECK_THROWS_AS(ff::switch_(ff::arange<UInt32>(6) % 2u, targets, x), Thrown);
+  CHECK_THROWS_AS(
+      ff::while_loop(
+          std::make_tuple(x), [](const Float&) -> Bool { throw Thrown{}; }, [](Float&) {}),
+      Thrown);
+  // Nothing of the failed calls ran or runs later.
+  CHECK(hits.to_vector() == std::vector<uint32_t>{0, 0});
+  CHECK(ff::stats().launches - before.launches <= 1);  // the read of hits at most
+  // The same calls without the throw work.
+  targets[1] = [](const Float& v) { return v * 10.f; };
+  CHECK(ff::switch_(ff::arange<UInt32>(6) % 2u, targets, x).to_vector() ==
+        std::vector<float>{0.f, 10.f, 2.f, 30.f, 4.f, 50.f});
+  auto [i_end] = ff::while_loop(
+      std::make_tuple(ff::zeros<UInt32>(6)), [](const UInt32& i) { return i < 3u; },
+      [&](UInt32& i) {
+        ff::scatter_add(hits, UInt32(1u), UInt32(0u));
+        i += 1u;
+      });
+  CHECK(i_end.to_vector() == std::vector<uint32_t>(6, 3u));
+  CHECK(hits.to_vector() == std::vector<uint32_t>{18, 0});
+}
+
+TEST_CASE("a literal state element the body leaves alone comes back as the literal",
+          "[control_flow]") {
+  Float c = ff::full<Float>(2.5f, 9);  // a literal: no buffer
+  auto [k, same] = ff::while_loop(
+      std::make_tuple(ff::zeros<UInt32>(9), c),
+      [](const UInt32& i, const Float&) { return i < 4u; },
+      [](UInt32& i, Float& v) {
+        i += ff::cast<UInt32>(v);  // read, not written
+      });
+  // Reading it back needs no kernel: it is still the literal.
+  uint64_t launches = ff::stats().launches;
+  CHECK(same.to_vector() == std::vector<float>(9, 2.5f));
+  CHECK(ff::stats().launches == launches);
+  CHECK(k.to_vector() == std::vector<uint32_t>(9, 4u));
+}
