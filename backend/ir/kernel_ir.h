@@ -1,6 +1,7 @@
 // The backend-neutral kernel IR: what the tracer emits, backends compile and recordings store.
 //
-// A kernel is a straight-line SSA program executed once per element index i in [0, size).
+// A kernel is an SSA program executed once per element index i in [0, size), straight-line
+// apart from its structured regions (loops, branches, calls; see IrOp::LoopBegin).
 // Instruction k defines value k; operands refer to earlier instructions by index. Sizes never
 // appear in the IR (a gather's bound is a Scalar parameter), so the same code at another size
 // hashes to the same kernel. docs/kernel-ir.md describes every opcode's semantics.
