@@ -58,17 +58,18 @@ void append_launch(LaunchBody& body, const KernelIR& ir, std::span<const LaunchA
   // parameter unknown and a load there is never forwarded (it reads memory, which is right).
   std::vector<uint32_t> stored(out.params.size(), kNoOperand),
       loaded(out.params.size(), kNoOperand);
-  std::vector<uint16_t> out_depth = region_depths(out);
-  for_each_instr(out, [&](uint32_t k, const IrInstr& in) {
+  // Instruction `index` of the body (its parameters numbered as the body's) is `in`.
+  auto note = [&](const IrInstr& in, bool in_region, uint32_t index) {
     LaneAccess la = lane_access(in);
-    if (la.writes() && out_depth[k]) {
+    if (la.writes() && in_region)
       stored[la.param] = loaded[la.param] = kNoOperand;
-    } else if (la.writes()) {
+    else if (la.writes())
       stored[la.param] = la.value;
-    } else if (la.reads() && !out_depth[k] && loaded[la.param] == kNoOperand) {
-      loaded[la.param] = k;
-    }
-  });
+    else if (la.reads() && !in_region && loaded[la.param] == kNoOperand)
+      loaded[la.param] = index;
+  };
+  std::vector<uint16_t> out_depth = region_depths(out);
+  for_each_instr(out, [&](uint32_t k, const IrInstr& in) { note(in, out_depth[k] != 0, k); });
 
   std::vector<uint16_t> depth = region_depths(ir);
   std::vector<uint32_t> vmap(ir.instrs.size(), kNoOperand);
@@ -90,13 +91,7 @@ void append_launch(LaunchBody& body, const KernelIR& ir, std::span<const LaunchA
     auto index = static_cast<uint32_t>(out.instrs.size());
     out.instrs.push_back(in);
     vmap[k] = index;
-    LaneAccess la = lane_access(in);
-    if (la.writes() && depth[k])
-      stored[la.param] = loaded[la.param] = kNoOperand;
-    else if (la.reads() && !depth[k])
-      loaded[la.param] = index;
-    else if (la.writes())
-      stored[la.param] = la.value;
+    note(in, depth[k] != 0, index);
   }
 }
 

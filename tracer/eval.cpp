@@ -98,6 +98,18 @@ bool first_dep_is_buffer(IrOp op) {
          (op_facts(op).side_effect && op_facts(op).region == RegionRole::None);
 }
 
+/// Calls fn(VarId) for each result of region effect `e` still lazy (not evaluated or freed
+/// since: RegionData::results holds no references), which would run the region again if
+/// evaluated later. Nothing for other effects.
+template <class Fn>
+void for_each_lazy_result(TracerState& s, const SideEffect& e, Fn&& fn) {
+  if (!is_region_op(e.op))
+    return;
+  for (VarId res : region_of(e.value).results)
+    if (res && s[res].kind == VarKind::Op && s[res].op == IrOp::Result && s[res].dep[0] == e.value)
+      fn(res);
+}
+
 struct RangeReport {
   std::shared_ptr<Buffer> buffer;  // two words: offending access seen (0/1), its index
   const char* what;
@@ -528,11 +540,7 @@ std::string launch_group(TracerState& s, Group& g, std::vector<SideEffect>& effe
     kb.emit_effect(e);
     if (e.result && s[e.result].refs > 1)
       keep(e.result, s[e.result].scratch);
-    if (is_region_op(e.op))
-      for (VarId res : region_of(e.value).results)
-        if (res && s[res].kind == VarKind::Op && s[res].op == IrOp::Result &&
-            s[res].dep[0] == e.value)
-          keep(res, kb.emit(res));
+    for_each_lazy_result(s, e, [&](VarId res) { keep(res, kb.emit(res)); });
   }
   ir.finalize();
   ++s.n_traced_kernels;
@@ -674,11 +682,7 @@ void discard_side_effects() noexcept {
     set_effect_dirty(s, e, false);
     if (e.result && s[e.result].kind == VarKind::Op && s[e.result].refs > 1)
       to_zero(e.result);
-    if (is_region_op(e.op))
-      for (VarId res : region_of(e.value).results)
-        if (res && s[res].kind == VarKind::Op && s[res].op == IrOp::Result &&
-            s[res].dep[0] == e.value)
-          to_zero(res);
+    for_each_lazy_result(s, e, to_zero);
   }
   for (SideEffect& e : effects)
     for (VarId d : e.held())

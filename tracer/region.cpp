@@ -29,10 +29,17 @@
 
 namespace ff::detail {
 
+namespace {
+
+/// The API function that makes a region of `kind`, as messages name it.
+const char* kind_name(IrOp kind) {
+  return kind == IrOp::LoopBegin ? "while_loop" : kind == IrOp::IfBegin ? "if_stmt" : "switch_";
+}
+
+}  // namespace
+
 std::string region_label(const RegionData& r) {
-  std::string label = r.kind == IrOp::LoopBegin ? "while_loop"
-                      : r.kind == IrOp::IfBegin ? "if_stmt"
-                                                : "switch_";
+  std::string label = kind_name(r.kind);
   if (!r.name.empty())
     label += " '" + r.name + "'";
   return label;
@@ -71,10 +78,6 @@ void release_region(TracerState& s, uint32_t index, std::vector<VarId>& held) {
 }
 
 namespace {
-
-const char* kind_name(IrOp kind) {
-  return kind == IrOp::LoopBegin ? "while_loop" : kind == IrOp::IfBegin ? "if_stmt" : "switch_";
-}
 
 /// Marks the targets of `effects` (and of the effects of the regions among them) dirty or not.
 void mark_targets(TracerState& s, const std::vector<SideEffect>& effects, bool dirty) {
@@ -217,21 +220,11 @@ struct LocalRefs {
   LocalRefs& operator=(const LocalRefs&) = delete;
 };
 
-/// Every effect and yield a region's lanes run must have its size or 1.
+/// Every value a region's lanes read (for_each_region_input): each must have the region's size
+/// or 1.
 std::vector<VarId> lane_values(const RegionData& r) {
   std::vector<VarId> ops;
-  if (r.selector)
-    ops.push_back(r.selector);
-  ops.insert(ops.end(), r.inits.begin(), r.inits.end());
-  if (r.cond)
-    ops.push_back(r.cond);
-  for (const RegionData::Part& p : r.parts) {
-    ops.insert(ops.end(), p.yields.begin(), p.yields.end());
-    for (const SideEffect& e : p.effects)
-      for (VarId v : {e.value, e.index, e.mask, e.result})
-        if (v)
-          ops.push_back(v);
-  }
+  for_each_region_input(r, [&](VarId v) { ops.push_back(v); });
   return ops;
 }
 

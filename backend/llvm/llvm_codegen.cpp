@@ -98,6 +98,17 @@ class KernelEmitter {
   void emit_if(size_t& k, Value* i, Value* mask);
   void emit_call(size_t& k, Value* i, Value* mask);
 
+  /// emit_part() of the part at k, past its end marker, then a branch to `next`; returns the
+  /// block the part ended in (for the phis of `next`).
+  llvm::BasicBlock* emit_part_into(size_t& k, Value* i, Value* mask, std::vector<Value*>& yields,
+                                   llvm::BasicBlock* next) {
+    emit_part(k, i, mask, &yields);
+    ++k;
+    llvm::BasicBlock* end = b_.GetInsertBlock();
+    b_.CreateBr(next);
+    return end;
+  }
+
   Value* any_lane(Value* mask) { return w_ > 1 ? b_.CreateOrReduce(mask) : mask; }
 
   void emit_interleaved_body(Value* i);
@@ -580,15 +591,9 @@ void KernelEmitter::emit_if(size_t& k, Value* i, Value* mask) {
   if (w_ == 1) {
     b_.CreateCondBr(m, then_bb, else_bb);
     b_.SetInsertPoint(then_bb);
-    emit_part(k, i, nullptr, &then_vals);
-    ++k;
-    llvm::BasicBlock* then_end = b_.GetInsertBlock();
-    b_.CreateBr(done);
+    llvm::BasicBlock* then_end = emit_part_into(k, i, nullptr, then_vals, done);
     b_.SetInsertPoint(else_bb);
-    emit_part(k, i, nullptr, &else_vals);
-    ++k;
-    llvm::BasicBlock* else_end = b_.GetInsertBlock();
-    b_.CreateBr(done);
+    llvm::BasicBlock* else_end = emit_part_into(k, i, nullptr, else_vals, done);
     b_.SetInsertPoint(done);
     for (size_t j = 0; j < then_vals.size(); ++j, ++k) {
       llvm::PHINode* phi = b_.CreatePHI(then_vals[j]->getType(), 2);
@@ -604,10 +609,7 @@ void KernelEmitter::emit_if(size_t& k, Value* i, Value* mask) {
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   b_.CreateCondBr(any_lane(then_mask), then_bb, else_check);
   b_.SetInsertPoint(then_bb);
-  emit_part(k, i, then_mask, &then_vals);
-  ++k;
-  llvm::BasicBlock* then_end = b_.GetInsertBlock();
-  b_.CreateBr(else_check);
+  llvm::BasicBlock* then_end = emit_part_into(k, i, then_mask, then_vals, else_check);
   b_.SetInsertPoint(else_check);
   for (Value*& v : then_vals) {
     llvm::PHINode* phi = b_.CreatePHI(v->getType(), 2);
@@ -617,10 +619,7 @@ void KernelEmitter::emit_if(size_t& k, Value* i, Value* mask) {
   }
   b_.CreateCondBr(any_lane(else_mask), else_bb, done);
   b_.SetInsertPoint(else_bb);
-  emit_part(k, i, else_mask, &else_vals);
-  ++k;
-  llvm::BasicBlock* else_end = b_.GetInsertBlock();
-  b_.CreateBr(done);
+  llvm::BasicBlock* else_end = emit_part_into(k, i, else_mask, else_vals, done);
   b_.SetInsertPoint(done);
   std::vector<llvm::PHINode*> phis;  // every phi first: a block starts with its phis
   for (Value* v : else_vals) {
@@ -651,10 +650,8 @@ void KernelEmitter::emit_call(size_t& k, Value* i, Value* mask) {
       sw->addCase(b_.getInt32(static_cast<uint32_t>(t)), target);
       b_.SetInsertPoint(target);
       std::vector<Value*> ys;
-      emit_part(k, i, nullptr, &ys);
-      ++k;
-      ends.push_back({std::move(ys), b_.GetInsertBlock()});
-      b_.CreateBr(done);
+      llvm::BasicBlock* end = emit_part_into(k, i, nullptr, ys, done);
+      ends.push_back({std::move(ys), end});
     }
     b_.SetInsertPoint(none);
     b_.CreateBr(done);

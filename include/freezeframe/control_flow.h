@@ -15,6 +15,7 @@
 #include <concepts>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -59,7 +60,10 @@ class FlowVisitor {
 
   enum class Mode { Collect, Replace };
 
-  FlowVisitor(Mode mode, std::string base) : mode_(mode), path_(base) { stack_.push_back(base); }
+  FlowVisitor(Mode mode, std::string base) : mode_(mode), path_(base) {
+    stack_.push_back(base);
+    scan.raw = true;  // the shape counts moved-from arrays without making variables for them
+  }
 
   std::vector<Handle> handles;  // Collect: the arrays (borrowed); Replace: to take over
   std::vector<std::string> paths;
@@ -67,7 +71,6 @@ class FlowVisitor {
 
   template <class A>
   void array(A& a) {
-    scan.raw = true;
     scan.array(a);
     if (mode_ == Mode::Collect) {
       handles.push_back(a.id());
@@ -136,7 +139,7 @@ void replace_arrays(T& value, const std::vector<Handle>& handles) {
 
 /// Every scalar and container of `value` by path, for the message of check_same_shape.
 template <class T>
-std::vector<PathVisitor::Item> describe(T& value, const std::string& base) {
+std::vector<PathVisitor::Item> describe(const T& value, const std::string& base) {
   PathVisitor v;
   v.root(base);
   traverse(v, value);
@@ -174,7 +177,7 @@ inline std::string loop_label(const LoopOptions& o) {
 /// Checks that a body or branch kept everything but the arrays of a value, naming the first
 /// path that changed.
 template <class T>
-void check_same_shape(T& before, T& after, const ScanVisitor& a, const ScanVisitor& b,
+void check_same_shape(const T& before, const T& after, const ScanVisitor& a, const ScanVisitor& b,
                       const std::string& base, const std::string& label, const char* what) {
   if (a.shape == b.shape)
     return;
@@ -279,12 +282,11 @@ requires(
       detail::var_loop_begin(opt.name.c_str(), limit, before.handles, placeholders.data()));
   const uint64_t width = detail::var_size(loop.get());
   detail::replace_arrays(st, placeholders);
-  std::tuple<S...> entry = st;  // the placeholders, for the shape check's message
   Bool c = std::apply([&](const S&... s) { return cond(s...); }, std::as_const(st));
   detail::var_loop_cond(loop.get(), c.id());
   std::apply([&](S&... s) { body(s...); }, st);
   FlowVisitor after = detail::collect(st, "state");
-  detail::check_same_shape(entry, st, before.scan, after.scan, "state", label,
+  detail::check_same_shape(state, st, before.scan, after.scan, "state", label,
                            "the body changed a loop-invariant part of the state");
   detail::check_state_sizes(label, width, after.handles, after.paths);
   std::vector<Handle> results(after.handles.size(), 0);
@@ -304,29 +306,42 @@ requires(
 
 namespace detail {
 
-/// Closes a branch or call whose first part returned `first`: the other parts' results must
-/// have its shape; returns `first` with the region's results in place of its arrays.
+/// The parts of a branch or call as they are traced: each part's result must have the first
+/// part's shape (checked against the shape taken once), and at the end the region's results
+/// take the place of the first result's arrays.
 template <class R>
-R finish_branch(RegionScope& region, R first) {
-  FlowVisitor shape = collect(first, "result");
-  std::vector<Handle> results(shape.handles.size(), 0);
-  var_branch_end(region.get(), results.data());
-  region.closed();
-  replace_arrays(first, results);
-  return first;
-}
+class BranchParts {
+ public:
+  BranchParts(Handle region, const char* label) : region_(region), label_(label) {}
 
-/// Ends one part with the arrays of `r`, checking its shape against the first part's.
-template <class R>
-void end_branch_part(RegionScope& region, R& r, R* first, const char* label) {
-  FlowVisitor v = collect(r, "result");
-  if (first) {
-    FlowVisitor f = collect(*first, "result");
-    check_same_shape(*first, r, f.scan, v.scan, "result", label,
-                     "the parts return values that differ in more than their arrays");
+  /// Ends the next part with the arrays of `r`.
+  void add(R r) {
+    FlowVisitor v = collect(r, "result");
+    if (first_)
+      check_same_shape(*first_, r, first_shape_, v.scan, "result", label_,
+                       "the parts return values that differ in more than their arrays");
+    var_branch_part(region_.get(), v.handles);
+    if (!first_) {
+      first_shape_ = std::move(v.scan);
+      first_.emplace(std::move(r));
+    }
   }
-  var_branch_part(region.get(), v.handles);
-}
+
+  /// Closes the region (every part added) and returns its results.
+  R finish() {
+    std::vector<Handle> results(first_shape_.leaves.size(), 0);
+    var_branch_end(region_.get(), results.data());
+    region_.closed();
+    replace_arrays(*first_, results);
+    return std::move(*first_);
+  }
+
+ private:
+  RegionScope region_;
+  const char* label_;
+  std::optional<R> first_;
+  ScanVisitor first_shape_;
+};
 
 }  // namespace detail
 
@@ -343,12 +358,10 @@ requires(std::invocable<T&, const A&...>&& std::invocable<F&, const A&...>&& std
                                                                    F&& false_fn) {
   using R = std::remove_cvref_t<std::invoke_result_t<T&, const A&...>>;
   static_assert(!std::is_void_v<R>, "ff::if_stmt: the branches must return a value");
-  detail::RegionScope region(detail::var_branch_begin("", mask.id(), 0));
-  R first = std::apply(true_fn, args);
-  detail::end_branch_part(region, first, static_cast<R*>(nullptr), "if_stmt");
-  R second = std::apply(false_fn, args);
-  detail::end_branch_part(region, second, &first, "if_stmt");
-  return detail::finish_branch(region, std::move(first));
+  detail::BranchParts<R> parts(detail::var_branch_begin("", mask.id(), 0), "if_stmt");
+  parts.add(std::apply(true_fn, args));
+  parts.add(std::apply(false_fn, args));
+  return parts.finish();
 }
 
 /// Lane l runs targets[index[l]](args...); a lane whose index is out of range runs none and
@@ -365,15 +378,11 @@ requires(std::invocable<const typename Targets::value_type&, const A&...>) auto 
     throw Error("switch_: no targets");
   if (targets.size() > 0xFFFFFFFFull)
     throw Error("switch_: too many targets");
-  detail::RegionScope region(
-      detail::var_branch_begin("", index.id(), static_cast<uint32_t>(targets.size())));
-  R first = targets[0](args...);
-  detail::end_branch_part(region, first, static_cast<R*>(nullptr), "switch_");
-  for (size_t t = 1; t < targets.size(); ++t) {
-    R r = targets[t](args...);
-    detail::end_branch_part(region, r, &first, "switch_");
-  }
-  return detail::finish_branch(region, std::move(first));
+  detail::BranchParts<R> parts(
+      detail::var_branch_begin("", index.id(), static_cast<uint32_t>(targets.size())), "switch_");
+  for (const auto& target : targets)
+    parts.add(target(args...));
+  return parts.finish();
 }
 
 }  // namespace ff
