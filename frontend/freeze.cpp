@@ -149,6 +149,12 @@ void FreezeCore::call(CallSite& site) {
   Impl& m = *impl_;
   CallScratch& cs = t_scratch[t_depth];
   DepthScope depth;  // calls inside the body use the next scratch
+  if (cs.scan.grad_leaf >= 0)
+    throw FreezeError(m.options.name + ": " +
+                      leaf_path(site, static_cast<uint32_t>(cs.scan.grad_leaf)) +
+                      " has gradients enabled, and frozen functions do not carry gradients "
+                      "across their boundary yet: pass ff::detach(x), or call the function "
+                      "unfrozen");
   SlowCall c;
   // Nested calls take the full path (it decides between replaying into the outer recording
   // and tracing into it).

@@ -38,14 +38,19 @@ VarId reduce_local(Reduction op, VarId a) {
   return var_from_buffer(std::move(out));
 }
 
-VarId mean_local(VarId a) {
-  ScalarType t = state()[a].type;
-  VarRef total(reduce_local(Reduction::Sum, a));
-  // The count is a kernel argument with provenance: any size reuses the same kernel.
+/// width(a) as a size-1 variable of type t. The count is a kernel argument with provenance:
+/// any size reuses the same kernel.
+VarId width_value_local(ScalarType t, VarId a) {
   VarRef count(new_var(VarKind::Scalar, ScalarType::UInt64, 1, nullptr));
   state()[count.get()].imm = state()[a].size;
   state()[count.get()].value_prov = width_expr(a);
-  VarRef denom(cast_local(t, count.get()));
+  return cast_local(t, count.get());
+}
+
+VarId mean_local(VarId a) {
+  ScalarType t = state()[a].type;
+  VarRef total(reduce_local(Reduction::Sum, a));
+  VarRef denom(width_value_local(t, a));
   return binary_local(Op::Div, total.get(), denom.get());
 }
 
@@ -81,6 +86,12 @@ Handle var_mean(Handle a) {
   Operands o{a};
   Window w;
   return state().handle(mean_local(o[0]));
+}
+
+Handle var_width_value(ScalarType t, Handle a) {
+  Operands o{a};
+  Window w;
+  return state().handle(width_value_local(t, o[0]));
 }
 
 Handle var_prefix_sum(Handle a, bool exclusive) {

@@ -449,6 +449,10 @@ bool var_recording() {
   return recording_open();
 }
 
+bool var_in_region() {
+  return !state().open_regions.empty();
+}
+
 void warn_iteration_limit(const std::string& label, uint64_t lanes, uint64_t limit) {
   logging::tracer().warn(
       "{}: {} lane(s) were still active after max_iterations = {} iterations; they left the "

@@ -8,8 +8,10 @@
 #include <initializer_list>
 #include <span>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "freezeframe/detail/autodiff_api.h"
 #include "freezeframe/detail/tracer_api.h"
 #include "freezeframe/scalar_type.h"
 #include "freezeframe/size.h"
@@ -49,6 +51,12 @@ concept ScalarLike = std::is_arithmetic_v<S>;
 template <class T>
 concept ArrayType = detail::is_array<std::remove_cvref_t<T>>::value;
 
+namespace detail {
+/// Element types whose arrays can have gradients (autodiff.h).
+template <class T>
+inline constexpr bool kDifferentiable = std::is_floating_point_v<T>;
+}  // namespace detail
+
 template <class T>
 class Array {
  public:
@@ -66,27 +74,37 @@ class Array {
 
   requires(!std::is_same_v<S, T>) Array(S value) : Array(static_cast<T>(value)) {}  // NOLINT
 
-  Array(const Array& o) noexcept : id_(o.id_) { detail::inc_ref(id_); }
+  Array(const Array& o) noexcept : id_(o.id_), ad_(o.ad_) {
+    detail::inc_ref(id_);
+    if (ad_)
+      detail::ad_inc_ref(ad_);
+  }
 
-  Array(Array&& o) noexcept : id_(o.id_) { o.id_ = 0; }
+  Array(Array&& o) noexcept : id_(o.id_), ad_(o.ad_) {
+    o.id_ = 0;
+    o.ad_ = 0;
+  }
 
   Array& operator=(const Array& o) noexcept {
     detail::inc_ref(o.id_);
-    detail::dec_ref(id_);
+    if (o.ad_)
+      detail::ad_inc_ref(o.ad_);
+    release();
     id_ = o.id_;
+    ad_ = o.ad_;
     return *this;
   }
 
   Array& operator=(Array&& o) noexcept {
     if (this != &o) {
-      detail::dec_ref(id_);
-      id_ = o.id_;
-      o.id_ = 0;
+      release();
+      id_ = std::exchange(o.id_, 0);
+      ad_ = std::exchange(o.ad_, 0);
     }
     return *this;
   }
 
-  ~Array() { detail::dec_ref(id_); }
+  ~Array() { release(); }
 
   /// Copies host data into a new array.
   static Array from(std::span<const T> data) {
@@ -155,8 +173,26 @@ class Array {
     return &id_;
   }
 
+  /// The array's node in the gradient graph; 0 (always, for integer and Bool arrays) where it
+  /// depends on no grad-enabled array.
+  detail::AdIndex ad_index() const noexcept { return ad_; }
+
+  /// Takes over a node reference, dropping the one held (0: no gradient, as ff::detach).
+  void set_ad_index(detail::AdIndex node) noexcept {
+    if (ad_)
+      detail::ad_dec_ref(ad_);
+    ad_ = node;
+  }
+
  private:
+  void release() noexcept {
+    detail::dec_ref(id_);
+    if (ad_)
+      detail::ad_dec_ref(ad_);
+  }
+
   mutable detail::Handle id_ = 0;
+  detail::AdIndex ad_ = 0;
 };
 
 using Bool = Array<bool>;
@@ -172,12 +208,63 @@ namespace detail {
 
 template <class T>
 Array<T> unary(Op op, const Array<T>& a) {
-  return Array<T>::steal(var_unary(op, a.id()));
+  Array<T> r = Array<T>::steal(var_unary(op, a.id()));
+  if constexpr (kDifferentiable<T>)
+    if (a.ad_index()) [[unlikely]]
+      r.set_ad_index(ad_unary(op, a.ad_index(), a.id(), r.id()));
+  return r;
 }
 
 template <class R, class T>
 Array<R> binary(Op op, const Array<T>& a, const Array<T>& b) {
-  return Array<R>::steal(var_binary(op, a.id(), b.id()));
+  Array<R> r = Array<R>::steal(var_binary(op, a.id(), b.id()));
+  if constexpr (kDifferentiable<R>)
+    if (a.ad_index() | b.ad_index()) [[unlikely]]
+      r.set_ad_index(ad_binary(op, a.ad_index(), a.id(), b.ad_index(), b.id(), r.id()));
+  return r;
+}
+
+template <class T>
+Array<T> ternary(Op op, const Bool& m, const Array<T>& a, const Array<T>& b) {
+  Array<T> r = Array<T>::steal(var_ternary(op, m.id(), a.id(), b.id()));
+  if constexpr (kDifferentiable<T>)
+    if (a.ad_index() | b.ad_index()) [[unlikely]]
+      r.set_ad_index(ad_ternary(op, 0, m.id(), a.ad_index(), a.id(), b.ad_index(), b.id(), r.id()));
+  return r;
+}
+
+template <class T>
+Array<T> ternary(Op op, const Array<T>& a, const Array<T>& b, const Array<T>& c) {
+  Array<T> r = Array<T>::steal(var_ternary(op, a.id(), b.id(), c.id()));
+  if constexpr (kDifferentiable<T>)
+    if (a.ad_index() | b.ad_index() | c.ad_index()) [[unlikely]]
+      r.set_ad_index(
+          ad_ternary(op, a.ad_index(), a.id(), b.ad_index(), b.id(), c.ad_index(), c.id(), r.id()));
+  return r;
+}
+
+/// target[index] = value (or op= value), with the gradient graph following where it must.
+template <class T, class I>
+void scatter_impl(Array<T>& target, const Array<T>& value, const Array<I>& index,
+                  const Array<bool>& mask, bool reduce, ReduceOp op) {
+  if constexpr (kDifferentiable<T>) {
+    if (target.ad_index() | value.ad_index()) [[unlikely]] {
+      ad_check_scatter(reduce, op);
+      AdIndex old = target.ad_index();
+      ad_inc_ref(old);  // ad_scatter borrows it; the target lets go of it below
+      try {
+        var_scatter(target.id_ptr(), value.id(), index.id(), mask.id(), reduce, op);
+        target.set_ad_index(ad_scatter(old, value.ad_index(), value.id(), index.id(), mask.id(),
+                                       reduce, target.id()));
+      } catch (...) {
+        ad_dec_ref(old);
+        throw;
+      }
+      ad_dec_ref(old);
+      return;
+    }
+  }
+  var_scatter(target.id_ptr(), value.id(), index.id(), mask.id(), reduce, op);
 }
 
 }  // namespace detail
@@ -316,23 +403,25 @@ template <class A, class B, class C, class T = typename detail::first_array_valu
 
 requires(!std::is_void_v<T> && !std::is_same_v<T, bool>) Array<T> fma(const A& a, const B& b,
                                                                       const C& c) {
-  return Array<T>::steal(detail::var_ternary(detail::Op::Fma, detail::as_array<T>(a).id(),
-                                             detail::as_array<T>(b).id(),
-                                             detail::as_array<T>(c).id()));
+  return detail::ternary(detail::Op::Fma, detail::as_array<T>(a), detail::as_array<T>(b),
+                         detail::as_array<T>(c));
 }
 
 /// mask ? a : b, element-wise.
 template <class A, class B, class T = typename detail::first_array_value<A, B>::type>
 
 requires(!std::is_void_v<T>) Array<T> select(const Bool& mask, const A& a, const B& b) {
-  return Array<T>::steal(detail::var_ternary(
-      detail::Op::Select, mask.id(), detail::as_array<T>(a).id(), detail::as_array<T>(b).id()));
+  return detail::ternary(detail::Op::Select, mask, detail::as_array<T>(a), detail::as_array<T>(b));
 }
 
 /// Numeric conversion: float -> integer saturates (NaN -> 0), x -> Bool is x != 0.
 template <ArrayType Target, class T>
 Target cast(const Array<T>& a) {
-  return Target::steal(detail::var_cast(Target::kType, a.id()));
+  Target r = Target::steal(detail::var_cast(Target::kType, a.id()));
+  if constexpr (detail::kDifferentiable<T> && detail::kDifferentiable<typename Target::Value>)
+    if (a.ad_index()) [[unlikely]]
+      r.set_ad_index(detail::ad_cast(a.ad_index(), a.id(), r.id()));
+  return r;
 }
 
 /// Reinterprets the bits (both element types have one width).
@@ -348,7 +437,12 @@ template <ArrayType Target, class I>
 
 requires(std::is_integral_v<I> && !std::is_same_v<I, bool>) Target
     gather(const Target& source, const Array<I>& index, const Bool& mask = Bool(true)) {
-  return Target::steal(detail::var_gather(Target::kType, source.id(), index.id(), mask.id()));
+  Target r = Target::steal(detail::var_gather(Target::kType, source.id(), index.id(), mask.id()));
+  if constexpr (detail::kDifferentiable<typename Target::Value>)
+    if (source.ad_index()) [[unlikely]]
+      r.set_ad_index(
+          detail::ad_gather(source.ad_index(), source.id(), index.id(), mask.id(), r.id()));
+  return r;
 }
 
 /// target[index] = value where mask is true and the index is in range; updates `target` in
@@ -357,8 +451,7 @@ template <class T, class V, class I>
 
 requires(std::is_integral_v<I> && !std::is_same_v<I, bool>) void scatter(
     Array<T>& target, const V& value, const Array<I>& index, const Bool& mask = Bool(true)) {
-  Array<T> v = detail::as_array<T>(value);
-  detail::var_scatter(target.id_ptr(), v.id(), index.id(), mask.id(), false, ReduceOp::Add);
+  detail::scatter_impl(target, detail::as_array<T>(value), index, mask, false, ReduceOp::Add);
 }
 
 /// target[index] += value (atomically) where mask is true and the index is in range.
@@ -368,8 +461,7 @@ requires(std::is_integral_v<I> && !std::is_same_v<I, bool> &&
          !std::is_same_v<T, bool>) void scatter_add(Array<T>& target, const V& value,
                                                     const Array<I>& index,
                                                     const Bool& mask = Bool(true)) {
-  Array<T> v = detail::as_array<T>(value);
-  detail::var_scatter(target.id_ptr(), v.id(), index.id(), mask.id(), true, ReduceOp::Add);
+  detail::scatter_impl(target, detail::as_array<T>(value), index, mask, true, ReduceOp::Add);
 }
 
 /// target[index] = op(target[index], value), atomically, where mask is true and the index is
@@ -385,8 +477,7 @@ requires(std::is_integral_v<I> && !std::is_same_v<I, bool> &&
                                                        Array<T>& target, const V& value,
                                                        const Array<I>& index,
                                                        const Bool& mask = Bool(true)) {
-  Array<T> v = detail::as_array<T>(value);
-  detail::var_scatter(target.id_ptr(), v.id(), index.id(), mask.id(), true, op.op);
+  detail::scatter_impl(target, detail::as_array<T>(value), index, mask, true, op.op);
 }
 
 /// counter[index] += 1 for each lane where mask is true and the index is in range, atomically;
@@ -401,32 +492,47 @@ requires(std::is_integral_v<I> && !std::is_same_v<I, bool>) UInt32
   return UInt32::steal(detail::var_scatter_inc(counter.id_ptr(), index.id(), mask.id()));
 }
 
+namespace detail {
+template <class T>
+Array<T> reduce(Reduction op, const Array<T>& a) {
+  Array<T> r = Array<T>::steal(var_reduce(op, a.id()));
+  if constexpr (kDifferentiable<T>)
+    if (a.ad_index()) [[unlikely]]
+      r.set_ad_index(ad_reduce(op, a.ad_index(), a.id(), r.id()));
+  return r;
+}
+}  // namespace detail
+
 /// Reductions to a size-1 array.
 template <class T>
 
 requires FF_NUMERIC Array<T> sum(const Array<T>& a) {
-  return Array<T>::steal(detail::var_reduce(detail::Reduction::Sum, a.id()));
+  return detail::reduce(detail::Reduction::Sum, a);
 }
 template <class T>
 
 requires FF_NUMERIC Array<T> prod(const Array<T>& a) {
-  return Array<T>::steal(detail::var_reduce(detail::Reduction::Prod, a.id()));
+  return detail::reduce(detail::Reduction::Prod, a);
 }
 
 template <class T>
 Array<T> min_reduce(const Array<T>& a) {
-  return Array<T>::steal(detail::var_reduce(detail::Reduction::Min, a.id()));
+  return detail::reduce(detail::Reduction::Min, a);
 }
 
 template <class T>
 Array<T> max_reduce(const Array<T>& a) {
-  return Array<T>::steal(detail::var_reduce(detail::Reduction::Max, a.id()));
+  return detail::reduce(detail::Reduction::Max, a);
 }
 /// sum(a) / width(a); the count is a kernel argument, so any size reuses one kernel.
 template <class T>
 
 requires FF_NUMERIC Array<T> mean(const Array<T>& a) {
-  return Array<T>::steal(detail::var_mean(a.id()));
+  Array<T> r = Array<T>::steal(detail::var_mean(a.id()));
+  if constexpr (detail::kDifferentiable<T>)
+    if (a.ad_index()) [[unlikely]]
+      r.set_ad_index(detail::ad_mean(a.ad_index(), a.id(), r.id()));
+  return r;
 }
 /// sum(a * b) as a size-1 array (0 for empty arrays). Either argument may be a scalar.
 template <class A, class B, class T = typename detail::first_array_value<A, B>::type>
@@ -454,7 +560,11 @@ inline UInt32 count(const Bool& mask) {
 template <class T>
 
 requires FF_NUMERIC Array<T> prefix_sum(const Array<T>& a, bool exclusive = true) {
-  return Array<T>::steal(detail::var_prefix_sum(a.id(), exclusive));
+  Array<T> r = Array<T>::steal(detail::var_prefix_sum(a.id(), exclusive));
+  if constexpr (detail::kDifferentiable<T>)
+    if (a.ad_index()) [[unlikely]]
+      r.set_ad_index(detail::ad_prefix_sum(a.ad_index(), a.id(), exclusive, r.id()));
+  return r;
 }
 
 /// Indices of the true entries of `mask`, in order (reads the count back: a sync point).

@@ -36,7 +36,7 @@ Array<T> block_reduce_impl(ReduceOp op, const Array<T>& a, uint64_t block) {
     slot = slot / b;
   // op was checked against T where the caller named it (ReduceOpFor).
   Bool all(true);
-  var_scatter(out.id_ptr(), a.id(), slot.id(), all.id(), true, op);
+  scatter_impl(out, a, slot, all, true, op);
   return out;
 }
 

@@ -73,6 +73,10 @@ class FlowVisitor {
   void array(A& a) {
     scan.array(a);
     if (mode_ == Mode::Collect) {
+      if (a.ad_index()) [[unlikely]]
+        throw Error(path_ +
+                    " has gradients enabled: ff::while_loop, ff::if_stmt and ff::switch_ do not "
+                    "differentiate yet (pass ff::detach(x), or use ff::select for a branch)");
       handles.push_back(a.id());
       paths.push_back(path_);
     } else {

@@ -134,9 +134,13 @@ struct ScanVisitor {
   ByteBuffer shape;
   std::vector<Handle> leaves;
 
+  /// The first array leaf that has gradients enabled (autodiff.h), -1 for none.
+  int64_t grad_leaf = -1;
+
   void clear() {
     shape.clear();
     leaves.clear();
+    grad_leaf = -1;
   }
 
   void put(const void* p, size_t n) { shape.append(p, n); }
@@ -151,6 +155,8 @@ struct ScanVisitor {
   void array(const A& a) {
     token(Node::Array);
     shape.push_back(static_cast<uint8_t>(A::kType));
+    if (a.ad_index() && grad_leaf < 0) [[unlikely]]
+      grad_leaf = static_cast<int64_t>(leaves.size());
     leaves.push_back(raw ? a.raw_id() : a.id());
   }
 
@@ -489,8 +495,13 @@ class Frozen {
     (scan_argument<A>(scan, args), ...);
     Site<R, A...> site(*fn_, args...);
     core_->call(site);
-    if constexpr (!std::is_void_v<R>)
+    // Gradients do not cross the boundary yet (arguments with them are refused): what the body
+    // made grad-enabled comes out detached on every call, as replays return it.
+    (detach_argument<A>(args), ...);
+    if constexpr (!std::is_void_v<R>) {
+      detail::for_each_float_array(*site.result, [](auto& a) { a.set_ad_index(0); });
       return std::move(*site.result);
+    }
   }
 
   size_t n_recordings() const { return core_->n_recordings(); }
@@ -518,6 +529,12 @@ class Frozen {
   const FreezeOptions& options() const { return core_->options(); }
 
  private:
+  template <class A, class T>
+  static void detach_argument(T& arg) {
+    if constexpr (!std::is_const_v<T>)
+      detail::for_each_float_array(arg, [](auto& a) { a.set_ad_index(0); });
+  }
+
   template <class A, class T>
   static void scan_argument(detail::ScanVisitor& scan, T& arg) {
     scan.argument();

@@ -2,12 +2,14 @@
 #pragma once
 
 #include "freezeframe/array.h"
+#include "freezeframe/autodiff.h"
 #include "freezeframe/block_reduce.h"
 #include "freezeframe/control_flow.h"
 #include "freezeframe/errors.h"
 #include "freezeframe/freeze.h"
 #include "freezeframe/init.h"
 #include "freezeframe/math.h"
+#include "freezeframe/optimizers.h"
 #include "freezeframe/pcg32.h"
 #include "freezeframe/recording.h"
 #include "freezeframe/reduce_op.h"

@@ -199,6 +199,43 @@ void traverse(V& v, T& x) {
   }
 }
 
+/// Calls f on every Float and Float64 array in a walkable value (integer and Bool arrays,
+/// scalars and strings are skipped): what gradients act on (autodiff.h).
+template <class F>
+struct FloatLeafVisitor {
+  static constexpr bool kRebuilds = false;
+  F& f;
+
+  template <class A>
+  void array(A& a) {
+    if constexpr (kDifferentiable<typename A::Value>)
+      f(a);
+  }
+
+  template <class S>
+  void scalar(const S&) {}
+
+  void string(const std::string&) {}
+
+  void enter(Node, size_t&) {}
+
+  void struct_name(const char*, uint64_t) {}
+
+  void map_key(std::string&) {}
+
+  void name(const char*) {}
+
+  void index(size_t) {}
+
+  void leave() {}
+};
+
+template <class T, class F>
+void for_each_float_array(T& x, F&& f) {
+  FloatLeafVisitor<F> v{f};
+  traverse(v, x);
+}
+
 }  // namespace detail
 }  // namespace ff
 

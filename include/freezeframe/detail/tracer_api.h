@@ -130,6 +130,11 @@ void var_push_scatter_mask(Handle mask);
 void var_pop_scatter_mask() noexcept;
 /// Whether this thread is recording (ff::record, a frozen function's first call).
 bool var_recording();
+/// Whether this thread is tracing the inside of a symbolic loop, branch or call.
+bool var_in_region();
+/// A variable of `t` and size 1 holding the number of elements of `a`, with provenance: a
+/// recording replays it as the replay's size (mean's divisor).
+Handle var_width_value(ScalarType t, Handle a);
 /// FF_DEBUG: the warning that `lanes` lanes of loop `label` were still active when it stopped
 /// at its iteration limit.
 void warn_iteration_limit(const std::string& label, uint64_t lanes, uint64_t limit);

@@ -1,0 +1,80 @@
+// The gradient graph: one node per array value that depends on a grad-enabled leaf, holding
+// what its derivative rule needs (the operation, its operands' nodes and variables) and the
+// gradient accumulated into it. Nodes are numbered in the order they are made, so an operand's
+// node always has a smaller number than its result's: ascending order is a topological order
+// (forward mode), descending its reverse (reverse mode).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "autodiff/var.h"
+#include "freezeframe/detail/autodiff_api.h"
+
+namespace ff::detail::ad {
+
+/// What made a node; with Node::op it selects the derivative rule (autodiff/rules.cpp).
+enum class Kind : uint8_t {
+  Leaf,         // ff::enable_grad
+  Elementwise,  // Node::op on 1-3 operands (Select's operand 0 is its mask)
+  Cast,         // between floating types
+  Gather,       // operand 0 the source; index, mask
+  Scatter,      // operand 0 the old target, 1 the value; index, mask
+  ScatterAdd,   // as Scatter, adding
+  Reduce,       // Node::reduction of operand 0
+  Mean,
+  PrefixSum,  // Node::exclusive
+};
+
+struct Node {
+  Kind kind = Kind::Leaf;
+  Op op = Op::Add;
+  Reduction reduction = Reduction::Sum;
+  bool exclusive = false;
+  /// Keeps the gradients that reach it (leaves, and arrays named by enable_grad).
+  bool retain = false;
+  ScalarType type = ScalarType::Float32;
+  uint32_t refs = 1;                // arrays holding it + nodes whose operand it is
+  Size width;                       // the array's size, with provenance
+  std::array<AdIndex, 3> source{};  // the operands' nodes (0: none, no gradient flows there)
+  std::array<Var, 3> arg;           // the operands' variables, where a rule needs them
+  Var result;                       // the node's own value, where a rule needs it
+  Var index, mask;                  // gathers and scatters
+  Var grad;                         // accumulated gradient (0: zeros)
+};
+
+class Graph {
+ public:
+  /// The process's graph (arrays are handed between threads: one graph, one lock).
+  static Graph& get();
+
+  std::mutex& lock() { return mutex_; }
+
+  /// Adds `n` (whose sources gain a reference each) and returns its number. Lock held.
+  AdIndex add(Node n);
+  Node& at(AdIndex i);
+  Node* find(AdIndex i);
+  /// Lock held. Dropping the last reference frees the node and, in turn, its sources'.
+  void inc_ref(AdIndex i);
+  void dec_ref(AdIndex i);
+
+  /// Nodes numbered above `i`, in ascending order (forward mode's walk).
+  std::map<AdIndex, Node>::iterator after(AdIndex i) { return nodes_.upper_bound(i); }
+
+  std::map<AdIndex, Node>::iterator end() { return nodes_.end(); }
+
+  size_t size() const { return nodes_.size(); }
+
+ private:
+  std::mutex mutex_;
+  std::map<AdIndex, Node> nodes_;
+  AdIndex next_ = 1;
+};
+
+/// Thread-local ff::SuspendGrad depth.
+bool suspended() noexcept;
+
+}  // namespace ff::detail::ad

@@ -1,0 +1,109 @@
+// Reverse and forward mode: walks of the gradient graph that build the gradients as traced
+// operations (lazy: they fuse into kernels and record like any other work).
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "autodiff/rules.h"
+#include "freezeframe/errors.h"
+
+namespace ff::detail {
+namespace {
+
+using ad::Graph;
+using ad::Node;
+using ad::Var;
+
+void accumulate(Var& into, Var c) {
+  into = into ? into + c : std::move(c);
+}
+
+/// The nodes `root` depends on (itself included), latest first: an order in which every node
+/// comes before its operands.
+std::vector<AdIndex> reverse_order(Graph& g, AdIndex root) {
+  std::vector<AdIndex> order, stack{root};
+  std::vector<AdIndex> seen;
+  while (!stack.empty()) {
+    AdIndex i = stack.back();
+    stack.pop_back();
+    auto it = std::lower_bound(seen.begin(), seen.end(), i);
+    if (it != seen.end() && *it == i)
+      continue;
+    seen.insert(it, i);
+    order.push_back(i);
+    for (AdIndex s : g.at(i).source)
+      if (s)
+        stack.push_back(s);
+  }
+  std::sort(order.begin(), order.end(), std::greater<>());
+  return order;
+}
+
+}  // namespace
+
+void ad_backward(AdIndex y, Handle yv, Handle seed) {
+  Var s = seed ? Var::borrow(seed) : Var();
+  if (s && var_size(seed) != var_size(yv))
+    throw Error("backward: the seed has " + std::to_string(var_size(seed)) +
+                " elements and the array " + std::to_string(var_size(yv)) +
+                " (a seed has the array's size)");
+  if (!y)
+    return;  // depends on no grad-enabled array: every gradient stays as it is
+  Graph& g = Graph::get();
+  std::lock_guard lock(g.lock());
+  Node& top = g.at(y);
+  if (!s)
+    s = ad::lit(top.type, 1, top.width);
+  std::map<AdIndex, Var> pending;
+  pending[y] = ad::fit_node(std::move(s), top);
+  for (AdIndex i : reverse_order(g, y)) {
+    auto it = pending.find(i);
+    if (it == pending.end())
+      continue;
+    Var grad = std::move(it->second);
+    pending.erase(it);
+    Node& n = g.at(i);
+    if (n.retain)
+      accumulate(n.grad, grad);
+    for (int k = 0; k < 3; ++k) {
+      AdIndex src = n.source[static_cast<size_t>(k)];
+      if (!src)
+        continue;
+      const Node& operand = g.at(src);
+      Var c = ad::reverse(n, k, grad, operand);
+      if (c)
+        accumulate(pending[src], ad::fit_operand(std::move(c), operand));
+    }
+  }
+}
+
+void ad_forward(AdIndex x, Handle xv) {
+  (void)xv;
+  Graph& g = Graph::get();
+  std::lock_guard lock(g.lock());
+  Node& start = g.at(x);
+  std::map<AdIndex, Var> tangent;
+  tangent[x] = ad::lit(start.type, 1, start.width);
+  accumulate(start.grad, tangent[x]);
+  for (auto it = g.after(x); it != g.end(); ++it) {
+    Node& n = it->second;
+    Var t;
+    for (int k = 0; k < 3; ++k) {
+      AdIndex src = n.source[static_cast<size_t>(k)];
+      auto from = src ? tangent.find(src) : tangent.end();
+      if (from == tangent.end())
+        continue;
+      Var c = ad::forward(n, k, from->second, g.at(src));
+      if (c)
+        accumulate(t, std::move(c));
+    }
+    if (!t)
+      continue;
+    t = ad::fit_node(std::move(t), n);
+    accumulate(n.grad, t);
+    tangent.emplace(it->first, std::move(t));
+  }
+}
+
+}  // namespace ff::detail

@@ -1,0 +1,253 @@
+#include "autodiff/rules.h"
+
+#include <cstdint>
+#include <numbers>
+
+#include "common/assert.h"
+
+namespace ff::detail::ad {
+namespace {
+
+bool has_provenance(const Size& s) {
+  return s.has_provenance();
+}
+
+/// x times the partial derivative of elementwise node n by operand k. A linear map on a
+/// diagonal Jacobian: the same in both modes.
+Var elementwise(const Node& n, int k, const Var& x) {
+  const ScalarType t = n.type;
+  auto c = [t](double v) { return lit(t, v); };
+  const Var& a = n.arg[0];
+  const Var& b = n.arg[1];
+  const Var& r = n.result;
+  switch (n.op) {
+    case Op::Neg:
+      return -x;
+    case Op::Add:
+      return x;
+    case Op::Sub:
+      return k == 0 ? x : -x;
+    case Op::Mul:
+      return x * n.arg[1 - k];
+    case Op::Div:
+      return k == 0 ? x / b : -(x * r / b);
+    case Op::Fma:
+      return k == 2 ? x : x * n.arg[1 - k];
+    case Op::Select:  // operand 0 is the mask
+      return k == 1 ? select(a, x, c(0)) : select(a, c(0), x);
+    case Op::Min: {  // a wins ties (and NaN comparisons)
+      Var b_wins = bin(Op::Lt, b, a);
+      return k == 0 ? select(b_wins, c(0), x) : select(b_wins, x, c(0));
+    }
+    case Op::Max: {
+      Var b_wins = bin(Op::Gt, b, a);
+      return k == 0 ? select(b_wins, c(0), x) : select(b_wins, x, c(0));
+    }
+    case Op::Abs:
+      return select(bin(Op::Gt, a, c(0)), x, select(bin(Op::Lt, a, c(0)), -x, c(0)));
+    case Op::Sqrt:
+      return x * (c(0.5) / r);
+    case Op::Exp:
+      return x * r;
+    case Op::Log:
+      return x / a;
+    case Op::Sin:
+      return x * un(Op::Cos, a);
+    case Op::Cos:
+      return -(x * un(Op::Sin, a));
+    case Op::Tan:
+      return x * (c(1) + r * r);
+    case Op::Asin:
+      return x / un(Op::Sqrt, c(1) - a * a);
+    case Op::Acos:
+      return -(x / un(Op::Sqrt, c(1) - a * a));
+    case Op::Atan:
+      return x / (c(1) + a * a);
+    case Op::Sinh:
+      return x * un(Op::Cosh, a);
+    case Op::Cosh:
+      return x * un(Op::Sinh, a);
+    case Op::Tanh:
+      return x * (c(1) - r * r);
+    case Op::Asinh:
+      return x / un(Op::Sqrt, a * a + c(1));
+    case Op::Acosh:  // sqrt(a - 1) sqrt(a + 1): no cancellation in a * a - 1 near 1
+      return x / (un(Op::Sqrt, a - c(1)) * un(Op::Sqrt, a + c(1)));
+    case Op::Atanh:
+      return x / (c(1) - a * a);
+    case Op::Exp2:
+      return x * (r * c(std::numbers::ln2));
+    case Op::Log2:
+      return x / (a * c(std::numbers::ln2));
+    case Op::Erf:
+      return x * (c(2 * std::numbers::inv_sqrtpi) * un(Op::Exp, -(a * a)));
+    case Op::Cbrt:
+      return x / (c(3) * r * r);
+    case Op::Atan2: {  // atan2(y = a, x = b)
+      Var denom = a * a + b * b;
+      return k == 0 ? x * b / denom : -(x * a / denom);
+    }
+    case Op::Pow:
+      // d/da = b a^(b-1) (0 where b == 0, so 0^0 stays flat); d/db = r log(a) for a > 0, where
+      // the power is differentiable in b, and 0 elsewhere.
+      if (k == 0)
+        return select(bin(Op::Eq, b, c(0)), c(0), x * b * bin(Op::Pow, a, b - c(1)));
+      return select(bin(Op::Gt, a, c(0)), x * r * un(Op::Log, a), c(0));
+    case Op::Copysign:  // |a| with b's sign: d/da = sign(a) sign(b)
+      return x * (bin(Op::Copysign, c(1), a) * bin(Op::Copysign, c(1), b));
+    default:
+      FF_ASSERT(false, "gradient rule: no elementwise rule for operation {}",
+                static_cast<int>(n.op));
+      return {};
+  }
+}
+
+Var zeros(const Node& n) {
+  return lit(n.type, 0, n.width);
+}
+
+/// 0, 1, ..., width(v) - 1 as UInt32.
+Var lanes(const Size& width) {
+  return Var::steal(var_arange(ScalarType::UInt32, width));
+}
+
+/// The lanes of a scatter: the widest of its value, index and mask.
+Size scatter_lanes(const Node& n) {
+  const Var* widest = &n.index;
+  for (const Var* v : {&n.arg[1], &n.mask})
+    if (v->size() != 1 && widest->size() == 1)
+      widest = v;
+  return widest->width();
+}
+
+/// The lanes of scatter node n whose write is the one its entry holds afterwards: of the lanes
+/// whose value equals what the entry holds, the first. Decided from the result itself, so the
+/// gradient agrees with the value whichever lane's write won the race (threads, a GPU).
+Var won(const Node& n) {
+  Var lane = lanes(scatter_lanes(n));
+  Var holds_mine = bin(Op::And, n.mask, bin(Op::Eq, gather(n.result, n.index, n.mask), n.arg[1]));
+  Handle owner = lit(ScalarType::UInt32, UINT32_MAX, n.width).release();
+  try {
+    var_scatter(&owner, lane.get(), n.index.get(), holds_mine.get(), true, ReduceOp::Min);
+  } catch (...) {
+    dec_ref(owner);
+    throw;
+  }
+  Var first = gather(Var::steal(owner), n.index, holds_mine);
+  return bin(Op::And, holds_mine, bin(Op::Eq, first, lane));
+}
+
+/// x in reverse order.
+Var flip(const Var& x) {
+  Var last = Var::steal(var_width_value(ScalarType::UInt32, x.get())) - lit(ScalarType::UInt32, 1);
+  return gather(x, last - lanes(x.width()), lit(ScalarType::Bool, 1));
+}
+
+/// Prod's partial by each element, zeros included: the product of the others.
+Var prod_partial(const Node& n) {
+  const Var& a = n.arg[0];
+  const ScalarType t = n.type;
+  Var zero = bin(Op::Eq, a, lit(t, 0));
+  Var n_zero = reduce(Reduction::Sum, cast(ScalarType::UInt32, zero));
+  Var others = reduce(Reduction::Prod, select(zero, lit(t, 1), a));  // product of the nonzeros
+  Var only_zero = bin(Op::And, zero, bin(Op::Eq, n_zero, lit(ScalarType::UInt32, 1)));
+  return select(bin(Op::Eq, n_zero, lit(ScalarType::UInt32, 0)), others / a,
+                select(only_zero, others, lit(t, 0)));
+}
+
+/// min_reduce / max_reduce: the first element equal to the result takes the gradient.
+Var first_extreme(const Node& n) {
+  const Var& a = n.arg[0];
+  Var at = select(bin(Op::Eq, a, n.result), lanes(a.width()), lit(ScalarType::UInt32, UINT32_MAX));
+  return reduce(Reduction::Min, at);
+}
+
+}  // namespace
+
+Var reverse(const Node& n, int k, const Var& g, const Node& src) {
+  switch (n.kind) {
+    case Kind::Leaf:
+      return {};
+    case Kind::Elementwise:
+      return elementwise(n, k, g);
+    case Kind::Cast:
+      return cast(src.type, g);
+    case Kind::Gather:
+      return scattered(zeros(src), g, n.index, n.mask, /*add=*/true);
+    case Kind::Scatter: {
+      if (k == 0)  // overwritten entries take no gradient
+        return scattered(g, lit(n.type, 0), n.index, n.mask, false);
+      // Each written entry's gradient goes to the lane whose write won.
+      return select(won(n), gather(g, n.index, n.mask), lit(n.type, 0));
+    }
+    case Kind::ScatterAdd:
+      return k == 0 ? g : gather(g, n.index, n.mask);
+    case Kind::Reduce:
+      switch (n.reduction) {
+        case Reduction::Sum:
+          return zeros(src) + g;
+        case Reduction::Prod:
+          return prod_partial(n) * g;
+        case Reduction::Min:
+        case Reduction::Max:
+          return select(bin(Op::Eq, lanes(src.width), first_extreme(n)), g, lit(n.type, 0));
+      }
+      return {};
+    case Kind::Mean:
+      return (zeros(src) + g) / Var::steal(var_width_value(n.type, n.arg[0].get()));
+    case Kind::PrefixSum:  // a suffix sum: the prefix sum of the reversed gradient, reversed
+      return flip(Var::steal(var_prefix_sum(flip(g).get(), n.exclusive)));
+  }
+  return {};
+}
+
+Var forward(const Node& n, int k, const Var& t, const Node& src) {
+  (void)src;
+  switch (n.kind) {
+    case Kind::Leaf:
+      return {};
+    case Kind::Elementwise:
+      return elementwise(n, k, t);
+    case Kind::Cast:
+      return cast(n.type, t);
+    case Kind::Gather:
+      return gather(t, n.index, n.mask);
+    case Kind::Scatter:
+      if (k == 0)
+        return scattered(t, lit(n.type, 0), n.index, n.mask, false);
+      return scattered(zeros(n), t, n.index, won(n), false);
+    case Kind::ScatterAdd:
+      return k == 0 ? t : scattered(zeros(n), t, n.index, n.mask, true);
+    case Kind::Reduce:
+      switch (n.reduction) {
+        case Reduction::Sum:
+          return reduce(Reduction::Sum, t);
+        case Reduction::Prod:
+          return reduce(Reduction::Sum, prod_partial(n) * t);
+        case Reduction::Min:
+        case Reduction::Max:
+          return gather(t, first_extreme(n), lit(ScalarType::Bool, 1));
+      }
+      return {};
+    case Kind::Mean:
+      return reduce(Reduction::Sum, t) / Var::steal(var_width_value(n.type, n.arg[0].get()));
+    case Kind::PrefixSum:
+      return Var::steal(var_prefix_sum(t.get(), n.exclusive));
+  }
+  return {};
+}
+
+Var fit_operand(Var c, const Node& src) {
+  if (raw_value(src.width) == 1 &&
+      (c.size() != 1 || (has_provenance(c.width()) && !has_provenance(src.width))))
+    return reduce(Reduction::Sum, c);
+  return c;
+}
+
+Var fit_node(Var t, const Node& n) {
+  if (raw_value(n.width) != t.size() || (has_provenance(n.width) && !has_provenance(t.width())))
+    return zeros(n) + t;
+  return t;
+}
+
+}  // namespace ff::detail::ad

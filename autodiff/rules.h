@@ -1,0 +1,22 @@
+// The derivative rules: how a gradient (reverse mode) or a tangent (forward mode) passes
+// through one operand of a node, as traced operations. docs/autodiff.md states them.
+#pragma once
+
+#include "autodiff/graph.h"
+
+namespace ff::detail::ad {
+
+/// The contribution of `g`, a gradient of node `n`'s value, to the gradient of its operand `k`
+/// (whose node is `src`); empty where none flows. Not yet fitted to the operand's shape.
+Var reverse(const Node& n, int k, const Var& g, const Node& src);
+
+/// The contribution of `t`, the tangent of operand `k` (node `src`), to node `n`'s tangent.
+Var forward(const Node& n, int k, const Var& t, const Node& src);
+
+/// A gradient reaching an operand of size 1 from a broadcast over more lanes: their sum.
+Var fit_operand(Var c, const Node& src);
+
+/// A tangent of a size-1 operand broadcast to the node's width.
+Var fit_node(Var t, const Node& n);
+
+}  // namespace ff::detail::ad

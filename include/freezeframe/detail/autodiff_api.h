@@ -1,0 +1,38 @@
+// The gradient layer's entry points that the array templates call (not for direct use). An
+// AdIndex names a node of the gradient graph (autodiff/); 0 means "no node": the array does not
+// depend on a grad-enabled leaf, and its operations never call into the gradient layer.
+#pragma once
+
+#include <cstdint>
+
+#include "freezeframe/detail/tracer_api.h"
+#include "freezeframe/reduce_op.h"
+
+namespace ff::detail {
+
+using AdIndex = uint64_t;
+
+void ad_inc_ref(AdIndex n) noexcept;
+void ad_dec_ref(AdIndex n) noexcept;
+
+// Each hook is called after the traced operation made `result` (borrowed, like every handle
+// here), with the operands' nodes (0 where an operand has none) and variables. It returns the
+// result's node (a reference, the caller's), or 0 inside ff::SuspendGrad.
+AdIndex ad_unary(Op op, AdIndex a, Handle av, Handle result);
+AdIndex ad_binary(Op op, AdIndex a, Handle av, AdIndex b, Handle bv, Handle result);
+AdIndex ad_ternary(Op op, AdIndex a, Handle av, AdIndex b, Handle bv, AdIndex c, Handle cv,
+                   Handle result);
+/// Between floating types only (integer results have no gradient).
+AdIndex ad_cast(AdIndex a, Handle av, Handle result);
+AdIndex ad_gather(AdIndex source, Handle sv, Handle index, Handle mask, Handle result);
+/// A scatter into a target whose node was `target` (now `result`) of `value`: a plain write
+/// (reduce false) or a scatter_add. Other reductions are refused by ad_check_scatter first.
+AdIndex ad_scatter(AdIndex target, AdIndex value, Handle vv, Handle index, Handle mask, bool reduce,
+                   Handle result);
+/// Throws ff::Error where a scatter with this reduction would need a gradient rule it has not.
+void ad_check_scatter(bool reduce, ReduceOp op);
+AdIndex ad_reduce(Reduction op, AdIndex a, Handle av, Handle result);
+AdIndex ad_mean(AdIndex a, Handle av, Handle result);
+AdIndex ad_prefix_sum(AdIndex a, Handle av, bool exclusive, Handle result);
+
+}  // namespace ff::detail

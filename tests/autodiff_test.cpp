@@ -1,0 +1,508 @@
+// Gradients (autodiff.h): every derivative rule against central finite differences in Float64,
+// in reverse and forward mode, at sizes 1, 2, 7 and 1000; gathers and scatters with repeated,
+// out-of-range and masked indices; reductions of empty and one-element arrays; accumulation,
+// clear_grad, detach, SuspendGrad, walkable parameters, threads, and every refusal with its
+// message.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "freezeframe/freezeframe.h"
+#include "support/errors.h"
+
+namespace {
+
+using ff::Bool;
+using ff::Float;
+using ff::Float64;
+using ff::Int32;
+using ff::UInt32;
+
+struct Params {
+  Float64 weight;
+  Float bias;
+  UInt32 count;  // not differentiable: skipped
+  int tag = 1;
+};
+
+}  // namespace
+
+FF_STRUCT(Params, weight, bias, count, tag)
+
+namespace {
+
+using Fn = std::function<Float64(const std::vector<Float64>&)>;
+
+/// Input values of one argument: uniform in [lo, hi].
+struct Domain {
+  double lo = -2, hi = 2;
+};
+
+std::vector<double> uniform(std::mt19937_64& rng, size_t n, Domain d) {
+  std::uniform_real_distribution<double> u(d.lo, d.hi);
+  std::vector<double> v(n);
+  for (double& x : v)
+    x = u(rng);
+  return v;
+}
+
+double dot_host(const std::vector<double>& a, const std::vector<double>& b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    s += a[i] * b[i];
+  return s;
+}
+
+/// L(x) = sum(w * f(x)) without gradients.
+double loss(const Fn& f, const std::vector<std::vector<double>>& x, const std::vector<double>& w) {
+  ff::SuspendGrad off;
+  std::vector<Float64> args;
+  for (const auto& v : x)
+    args.push_back(Float64::from(v));
+  Float64 y = f(args);
+  std::vector<double> yv = y.to_vector();
+  REQUIRE(yv.size() == w.size());
+  return dot_host(yv, w);
+}
+
+/// The derivative of L along direction d of argument i, by central differences.
+double numeric(const Fn& f, std::vector<std::vector<double>> x, const std::vector<double>& w,
+               size_t i, const std::vector<double>& d, double h) {
+  std::vector<std::vector<double>> lo = x, hi = x;
+  for (size_t j = 0; j < d.size(); ++j) {
+    hi[i][j] += h * d[j];
+    lo[i][j] -= h * d[j];
+  }
+  return (loss(f, hi, w) - loss(f, lo, w)) / (2 * h);
+}
+
+void close(double got, double want, double scale, const std::string& what) {
+  INFO(what << ": got " << got << ", finite differences " << want);
+  CHECK(std::abs(got - want) <= 2e-5 * (std::abs(want) + scale + 1));
+}
+
+/// Checks f's gradients in reverse mode (every argument, along a random direction) and forward
+/// mode (each argument's tangent of ones) against central differences, with a random seed.
+/// `sizes[i]` is argument i's size (0: the size n being tested).
+void check_rule(const std::string& name, const Fn& f, std::vector<Domain> domains,
+                std::vector<size_t> sizes = {}, double h = 1e-6) {
+  for (size_t n : {size_t{1}, size_t{2}, size_t{7}, size_t{1000}}) {
+    std::mt19937_64 rng(n * 7919 + name.size());
+    std::vector<std::vector<double>> x;
+    for (size_t i = 0; i < domains.size(); ++i) {
+      size_t m = i < sizes.size() && sizes[i] ? sizes[i] : n;
+      x.push_back(uniform(rng, m, domains[i]));
+    }
+    // The output's size, with its seed.
+    size_t out_size = 0;
+    {
+      ff::SuspendGrad off;
+      std::vector<Float64> args;
+      for (const auto& v : x)
+        args.push_back(Float64::from(v));
+      out_size = f(args).to_vector().size();
+    }
+    std::vector<double> w = uniform(rng, out_size, {-1, 1});
+    // Reverse mode.
+    std::vector<Float64> args;
+    for (const auto& v : x) {
+      args.push_back(Float64::from(v));
+      ff::enable_grad(args.back());
+    }
+    Float64 y = f(args);
+    ff::backward(y, Float64::from(w));
+    for (size_t i = 0; i < x.size(); ++i) {
+      std::vector<double> g = ff::grad(args[i]).to_vector();
+      REQUIRE(g.size() == x[i].size());
+      std::vector<double> d = uniform(rng, x[i].size(), {-1, 1});
+      double want = numeric(f, x, w, i, d, h);
+      close(dot_host(g, d), want, 0,
+            name + " reverse, argument " + std::to_string(i) + ", n = " + std::to_string(n));
+    }
+    // Forward mode, one argument at a time.
+    for (size_t i = 0; i < x.size(); ++i) {
+      std::vector<Float64> fa;
+      for (const auto& v : x)
+        fa.push_back(Float64::from(v));
+      ff::enable_grad(fa[i]);
+      Float64 fy = f(fa);
+      ff::forward(fa[i]);
+      std::vector<double> ones(x[i].size(), 1.0);
+      double want = numeric(f, x, w, i, ones, h);
+      std::vector<double> dy = ff::grad(fy).to_vector();
+      if (!fy.ad_index()) {  // y does not depend on the argument: its gradient is zero
+        close(0, want, 0, name + " forward (no dependence), argument " + std::to_string(i));
+        continue;
+      }
+      REQUIRE(dy.size() == out_size);
+      close(dot_host(dy, w), want, 0,
+            name + " forward, argument " + std::to_string(i) + ", n = " + std::to_string(n));
+    }
+  }
+}
+
+const Domain kAny{-2, 2};
+const Domain kPositive{0.3, 3};
+const Domain kUnit{-0.9, 0.9};
+
+}  // namespace
+
+TEST_CASE("autodiff: unary rules match finite differences in both modes") {
+  using V = const std::vector<Float64>&;
+  check_rule("neg", [](V a) { return -a[0]; }, {kAny});
+  check_rule("abs", [](V a) { return ff::abs(a[0]); }, {kAny});
+  check_rule("sqrt", [](V a) { return ff::sqrt(a[0]); }, {kPositive});
+  check_rule("exp", [](V a) { return ff::exp(a[0]); }, {kAny});
+  check_rule("log", [](V a) { return ff::log(a[0]); }, {kPositive});
+  check_rule("sin", [](V a) { return ff::sin(a[0]); }, {kAny});
+  check_rule("cos", [](V a) { return ff::cos(a[0]); }, {kAny});
+  check_rule("tan", [](V a) { return ff::tan(a[0]); }, {{-1.2, 1.2}});
+  check_rule("asin", [](V a) { return ff::asin(a[0]); }, {kUnit});
+  check_rule("acos", [](V a) { return ff::acos(a[0]); }, {kUnit});
+  check_rule("atan", [](V a) { return ff::atan(a[0]); }, {kAny});
+  check_rule("sinh", [](V a) { return ff::sinh(a[0]); }, {kAny});
+  check_rule("cosh", [](V a) { return ff::cosh(a[0]); }, {kAny});
+  check_rule("tanh", [](V a) { return ff::tanh(a[0]); }, {kAny});
+  check_rule("asinh", [](V a) { return ff::asinh(a[0]); }, {kAny});
+  check_rule("acosh", [](V a) { return ff::acosh(a[0]); }, {{1.1, 4}});
+  check_rule("atanh", [](V a) { return ff::atanh(a[0]); }, {kUnit});
+  check_rule("exp2", [](V a) { return ff::exp2(a[0]); }, {kAny});
+  check_rule("log2", [](V a) { return ff::log2(a[0]); }, {kPositive});
+  check_rule("erf", [](V a) { return ff::erf(a[0]); }, {kAny});
+  check_rule("cbrt", [](V a) { return ff::cbrt(a[0]); }, {kPositive});
+  check_rule("rsqrt", [](V a) { return ff::rsqrt(a[0]); }, {kPositive});
+  check_rule("rcp", [](V a) { return ff::rcp(a[0]); }, {kPositive});
+  // Piecewise constant: zero almost everywhere (inputs away from the steps).
+  check_rule("floor", [](V a) { return ff::floor(a[0]) * a[0]; }, {{0.1, 0.9}});
+  check_rule("ceil", [](V a) { return ff::ceil(a[0]) * a[0]; }, {{0.1, 0.9}});
+  check_rule("round", [](V a) { return ff::round(a[0]) * a[0]; }, {{0.1, 0.4}});
+  check_rule("trunc", [](V a) { return ff::trunc(a[0]) * a[0]; }, {{1.1, 1.9}});
+  check_rule("chain", [](V a) { return ff::exp(ff::sin(a[0]) * a[0]) / (a[0] * a[0] + 1.0); },
+             {kAny});
+}
+
+TEST_CASE("autodiff: binary and ternary rules match finite differences in both modes") {
+  using V = const std::vector<Float64>&;
+  check_rule("add", [](V a) { return a[0] + a[1]; }, {kAny, kAny});
+  check_rule("sub", [](V a) { return a[0] - a[1]; }, {kAny, kAny});
+  check_rule("mul", [](V a) { return a[0] * a[1]; }, {kAny, kAny});
+  check_rule("div", [](V a) { return a[0] / a[1]; }, {kAny, kPositive});
+  check_rule("min", [](V a) { return ff::min(a[0], a[1]); }, {kAny, kAny});
+  check_rule("max", [](V a) { return ff::max(a[0], a[1]); }, {kAny, kAny});
+  check_rule("atan2", [](V a) { return ff::atan2(a[0], a[1]); }, {kAny, kPositive});
+  check_rule("pow", [](V a) { return ff::pow(a[0], a[1]); }, {kPositive, kAny});
+  check_rule("copysign", [](V a) { return ff::copysign(a[0], a[1]); }, {kAny, kAny});
+  check_rule("fma", [](V a) { return ff::fma(a[0], a[1], a[2]); }, {kAny, kAny, kAny});
+  check_rule("select", [](V a) { return ff::select(a[0] > a[1], a[0] * a[1], a[1] - a[0]); },
+             {kAny, kAny});
+  check_rule("lerp", [](V a) { return ff::lerp(a[0], a[1], a[2]); }, {kAny, kAny, kUnit});
+  check_rule("clamp", [](V a) { return ff::clamp(a[0], -1.0, a[1]); }, {kAny, kPositive});
+  // Scalars on either side, and a grad-enabled size-1 array broadcast over the others.
+  check_rule("scalars", [](V a) { return 3.0 * a[0] - 2.0 / (a[0] + 5.0); }, {kPositive});
+  check_rule("broadcast", [](V a) { return a[0] * a[1] + a[0]; }, {kAny, kAny}, {1, 0});
+  check_rule("broadcast sum", [](V a) { return a[1] + a[0]; }, {kAny, kAny}, {1, 0});
+}
+
+TEST_CASE("autodiff: casts, gathers and scatters match finite differences") {
+  using V = const std::vector<Float64>&;
+  {
+    Float64 x = Float64::from({1.5, -2.25});
+    ff::enable_grad(x);
+    Float f = ff::cast<Float>(x) * 3.f;
+    ff::backward(ff::cast<Float64>(f * f));  // d/dx (3x)^2 = 18x, through two casts
+    CHECK(ff::grad(x).to_vector() == std::vector<double>{27, -40.5});
+    ff::clear_grad(x);
+    ff::forward(x);
+    CHECK(ff::grad(f).to_vector() == std::vector<float>{3, 3});
+  }
+  // Repeated, out-of-range and masked-off indices.
+  auto index_of = [](const Float64& a) {
+    UInt32 lane = ff::arange<UInt32>(ff::width(a));
+    return (lane * 7u + 3u) % 5u + ff::select(lane % 11u == 4u, UInt32(100000u), UInt32(0u));
+  };
+  check_rule("gather",
+             [&](V a) {
+               UInt32 lane = ff::arange<UInt32>(ff::width(a[1]));
+               return ff::gather(a[0], index_of(a[1]), lane % 3u != 1u) * a[1];
+             },
+             {kAny, kAny}, {5, 0});
+  check_rule("scatter_add",
+             [&](V a) {
+               Float64 t = a[0] * 1.5;
+               UInt32 lane = ff::arange<UInt32>(ff::width(a[1]));
+               ff::scatter_add(t, a[1] * a[1], index_of(a[1]), lane % 3u != 1u);
+               return t * a[0];
+             },
+             {kAny, kAny}, {5, 0});
+  // Plain scatter: the write that wins takes the gradient; overwritten entries take none.
+  // Lanes 2k and 2k + 1 write one entry (neighbours: one thread runs both, in lane order, so
+  // the value to differentiate is the same on every call).
+  check_rule("scatter",
+             [&](V a) {
+               Float64 t = a[0] * 2.0;
+               UInt32 lane = ff::arange<UInt32>(ff::width(a[1]));
+               UInt32 index = lane / 2u + ff::select(lane % 11u == 4u, UInt32(100000u), UInt32(0u));
+               ff::scatter(t, ff::sin(a[1]), index, lane % 3u != 1u);
+               return t * a[0];
+             },
+             {kAny, kAny});
+  check_rule("scatter of a broadcast value",
+             [&](V a) {
+               Float64 t = a[0] * 2.0;
+               ff::scatter(t, a[1], ff::arange<UInt32>(3) * 2u);
+               return t;
+             },
+             {kAny, kAny}, {9, 1});
+}
+
+TEST_CASE("autodiff: a scatter's racing writes: the lane whose value the entry holds takes it") {
+  const uint32_t n = 100003;
+  std::vector<double> v(n);
+  for (uint32_t i = 0; i < n; ++i)
+    v[i] = 1.0 + i;
+  Float64 value = Float64::from(v);
+  ff::enable_grad(value);
+  Float64 target = ff::zeros<Float64>(3);
+  UInt32 lane = ff::arange<UInt32>(n);
+  ff::scatter(target, value, lane % 3u, lane % 5u != 0u);
+  ff::backward(target, Float64::from({10.0, 20.0, 30.0}));
+  std::vector<double> held = target.to_vector(), g = ff::grad(value).to_vector();
+  std::vector<int> takers(3, 0);
+  for (uint32_t i = 0; i < n; ++i) {
+    if (g[i] == 0)
+      continue;
+    uint32_t slot = i % 3;
+    CHECK(i % 5 != 0);
+    CHECK(g[i] == 10.0 * (slot + 1));
+    CHECK(v[i] == held[slot]);  // the lane whose write the entry holds
+    takers[slot]++;
+  }
+  CHECK(takers == std::vector<int>{1, 1, 1});
+  // Forward mode agrees: the tangent of each entry is the winning lane's.
+  Float64 x = Float64::from(v);
+  ff::enable_grad(x);
+  Float64 t2 = ff::zeros<Float64>(3);
+  ff::scatter(t2, x * 2.0, lane % 3u);
+  ff::forward(x);
+  CHECK(ff::grad(t2).to_vector() == std::vector<double>{2, 2, 2});
+}
+
+TEST_CASE("autodiff: reductions and scans match finite differences") {
+  using V = const std::vector<Float64>&;
+  check_rule("sum", [](V a) { return ff::sum(a[0] * a[0]) * a[0]; }, {kAny});
+  check_rule("prod", [](V a) { return ff::prod(a[0]); }, {{0.5, 1.5}});
+  check_rule("mean", [](V a) { return ff::mean(a[0] * a[0]); }, {kAny});
+  check_rule("min_reduce", [](V a) { return ff::min_reduce(a[0] * 3.0) + a[0]; }, {kAny});
+  check_rule("max_reduce", [](V a) { return ff::max_reduce(ff::sin(a[0])); }, {kAny});
+  check_rule("prefix_sum exclusive", [](V a) { return ff::prefix_sum(a[0] * a[0]); }, {kAny});
+  check_rule("prefix_sum inclusive", [](V a) { return ff::prefix_sum(a[0], false) * a[0]; },
+             {kAny});
+  check_rule("dot", [](V a) { return ff::dot(a[0], a[1]); }, {kAny, kAny});
+  check_rule("block_sum", [](V a) { return ff::block_sum(a[0] * a[0], 3); }, {kAny});
+}
+
+TEST_CASE("autodiff: prod with zeros, ties of min and max, reductions of 0 and 1 elements") {
+  Float64 a = Float64::from({2.0, 0.0, 3.0, 4.0});
+  ff::enable_grad(a);
+  ff::backward(ff::prod(a));
+  CHECK(ff::grad(a).to_vector() == std::vector<double>{0, 24, 0, 0});
+  Float64 b = Float64::from({0.0, 5.0, 0.0});
+  ff::enable_grad(b);
+  ff::backward(ff::prod(b));
+  CHECK(ff::grad(b).to_vector() == std::vector<double>{0, 0, 0});
+  Float64 c = Float64::from({1.0, 3.0, 0.5, 3.0, 0.5});
+  ff::enable_grad(c);
+  ff::backward(ff::max_reduce(c));
+  ff::backward(ff::min_reduce(c) * 10.0);
+  CHECK(ff::grad(c).to_vector() == std::vector<double>{0, 1, 10, 0, 0});  // first of the ties
+  Float64 m1 = Float64::from({1.0, 1.0});
+  Float64 m2 = Float64::from({1.0, 0.0});
+  ff::enable_grad(m1);
+  ff::enable_grad(m2);
+  ff::backward(ff::min(m1, m2) + ff::max(m1, m2) * 2.0);
+  CHECK(ff::grad(m1).to_vector() == std::vector<double>{3, 2});  // ties: the first operand
+  CHECK(ff::grad(m2).to_vector() == std::vector<double>{0, 1});
+  for (size_t n : {size_t{0}, size_t{1}}) {
+    Float64 e = ff::full<Float64>(2.0, n);
+    ff::enable_grad(e);
+    Float64 y = ff::sum(e) + ff::prod(e) + ff::mean(e) + ff::max_reduce(e) + ff::min_reduce(e);
+    ff::backward(y);
+    std::vector<double> want(n, 1 + 1 + 1 + 1 + 1);
+    CHECK(ff::grad(e).to_vector() == want);
+    Float64 p = ff::prefix_sum(e);
+    ff::backward(p);
+    CHECK(ff::grad(e).to_vector().size() == n);
+  }
+}
+
+TEST_CASE("autodiff: gradients accumulate until cleared, and only reach grad-enabled arrays") {
+  Float x = Float::from({1.f, 2.f, 3.f});
+  Float k = Float::from({10.f, 20.f, 30.f});  // not grad-enabled
+  ff::enable_grad(x);
+  CHECK(ff::grad_enabled(x));
+  CHECK_FALSE(ff::grad_enabled(k));
+  Float y = x * x * k;
+  ff::backward(y);
+  CHECK(ff::grad(x).to_vector() == std::vector<float>{20, 80, 180});
+  ff::backward(y);  // the graph stays: a second pass adds
+  CHECK(ff::grad(x).to_vector() == std::vector<float>{40, 160, 360});
+  CHECK(ff::grad(k).to_vector() == std::vector<float>{0, 0, 0});  // zeros of its size
+  ff::clear_grad(x);
+  CHECK(ff::grad(x).to_vector() == std::vector<float>{0, 0, 0});
+  ff::backward(x + 1.f);
+  CHECK(ff::grad(x).to_vector() == std::vector<float>{1, 1, 1});
+  // An intermediate named by enable_grad keeps what reaches it, and passes it on.
+  ff::clear_grad(x);
+  Float mid = x * 2.f;
+  ff::enable_grad(mid);
+  ff::backward(mid * mid);
+  CHECK(ff::grad(mid).to_vector() == std::vector<float>{4, 8, 12});
+  CHECK(ff::grad(x).to_vector() == std::vector<float>{8, 16, 24});
+}
+
+TEST_CASE("autodiff: detach, SuspendGrad, and arrays that depend on no grad-enabled leaf") {
+  Float x = Float::from({1.f, 2.f});
+  ff::enable_grad(x);
+  Float d = ff::detach(x);
+  CHECK_FALSE(ff::grad_enabled(d));
+  CHECK(d.to_vector() == x.to_vector());
+  ff::backward(d * x);  // only the x operand carries a gradient
+  CHECK(ff::grad(x).to_vector() == std::vector<float>{1, 2});
+  ff::clear_grad(x);
+  {
+    ff::SuspendGrad off;
+    Float y = x * 3.f;
+    CHECK_FALSE(ff::grad_enabled(y));
+    { ff::SuspendGrad nested; }
+    CHECK_FALSE(ff::grad_enabled(x * 2.f));  // still suspended after the nested one
+    ff::backward(y);                         // depends on nothing: no error, no work
+  }
+  CHECK(ff::grad(x).to_vector() == std::vector<float>{0, 0});
+  CHECK(ff::grad_enabled(x * 3.f));
+  Float plain = Float::from({4.f});
+  ff::backward(plain * 2.f);  // no error
+  CHECK(ff::grad(plain).to_vector() == std::vector<float>{0});
+}
+
+TEST_CASE("autodiff: a grad-enabled literal, and parameters in a struct") {
+  Float k = 2.f;  // a size-1 literal broadcast over x
+  ff::enable_grad(k);
+  Float x = Float::from({1.f, 2.f, 3.f});
+  ff::backward(k * x);
+  CHECK(ff::grad(k).to_vector() == std::vector<float>{6});
+
+  Params p{Float64::from({1.0, 2.0}), Float::from({0.5f}), UInt32::from({7u}), 3};
+  ff::enable_grad(p);
+  CHECK(ff::grad_enabled(p.weight));
+  CHECK(ff::grad_enabled(p.bias));
+  CHECK(ff::grad_enabled(p));
+  Float64 y = p.weight * p.weight + ff::cast<Float64>(p.bias);
+  ff::backward(y);
+  CHECK(ff::grad(p.weight).to_vector() == std::vector<double>{2, 4});
+  CHECK(ff::grad(p.bias).to_vector() == std::vector<float>{2});
+  ff::clear_grad(p);
+  CHECK(ff::grad(p.weight).to_vector() == std::vector<double>{0, 0});
+  CHECK(ff::grad(p.bias).to_vector() == std::vector<float>{0});
+}
+
+TEST_CASE("autodiff: forward mode accumulates and reaches every dependent array") {
+  Float64 x = Float64::from({0.5, 1.0});
+  ff::enable_grad(x);
+  Float64 a = x * x;
+  Float64 b = ff::sin(a);
+  ff::forward(x);
+  std::vector<double> da = ff::grad(a).to_vector(), db = ff::grad(b).to_vector();
+  CHECK(da == std::vector<double>{1.0, 2.0});
+  CHECK(db[0] == Approx(std::cos(0.25) * 1.0));
+  CHECK(db[1] == Approx(std::cos(1.0) * 2.0));
+  CHECK(ff::grad(x).to_vector() == std::vector<double>{1, 1});  // dx/dx
+  ff::forward(x);
+  CHECK(ff::grad(a).to_vector() == std::vector<double>{2.0, 4.0});
+  ff::clear_grad(a);
+  CHECK(ff::grad(a).to_vector() == std::vector<double>{0, 0});
+}
+
+TEST_CASE("autodiff: arrays and gradients handed between threads") {
+  Float x = Float::from({1.f, 2.f, 3.f});
+  ff::enable_grad(x);
+  Float y;
+  std::thread t([&] { y = ff::exp(x) * x; });
+  t.join();
+  std::thread b([&] { ff::backward(y); });
+  b.join();
+  std::vector<float> g = ff::grad(x).to_vector();
+  for (size_t i = 0; i < 3; ++i)
+    CHECK(g[i] == Approx(std::exp(float(i + 1)) * float(i + 2)));
+}
+
+TEST_CASE("autodiff: the graph is freed with the arrays that hold it") {
+  size_t before = ff::detail::ad_graph_size();
+  {
+    Float x = Float::from({1.f, 2.f});
+    ff::enable_grad(x);
+    Float y = x;
+    for (int i = 0; i < 10000; ++i)  // a long chain frees without recursing per node
+      y = y * 1.0001f + 0.5f;
+    ff::backward(y);
+    CHECK(ff::detail::ad_graph_size() > before);
+    Float t = Float::from({0.f, 0.f, 0.f});
+    ff::scatter(t, x, UInt32::from({2u, 0u}));
+  }
+  CHECK(ff::detail::ad_graph_size() == before);
+}
+
+TEST_CASE("autodiff: refusals name what was wrong") {
+  Int32 i = Int32::from({1, 2});
+  REQUIRE_THROWS_EXACTLY(ff::enable_grad(i), ff::Error);
+  REQUIRE_THROWS_WITH(ff::enable_grad(i),
+                      Catch::Contains("int32") && Catch::Contains("only Float and Float64"));
+  REQUIRE_THROWS_EXACTLY(ff::clear_grad(i), ff::Error);
+  Float x = Float::from({1.f, 2.f});
+  REQUIRE_THROWS_WITH(ff::forward(x), Catch::Contains("enable_grad"));
+  ff::enable_grad(x);
+  Float y = x * 2.f;
+  REQUIRE_THROWS_EXACTLY(ff::backward(y, Float::from({1.f, 2.f, 3.f})), ff::Error);
+  REQUIRE_THROWS_WITH(ff::backward(y, Float::from({1.f})), Catch::Contains("seed has 1"));
+  ff::backward(y, Float::from({1.f, 10.f}));  // the call after a failed one
+  CHECK(ff::grad(x).to_vector() == std::vector<float>{2, 20});
+  // Reductions without rules yet.
+  Float t = Float::from({0.f, 0.f});
+  REQUIRE_THROWS_WITH(ff::scatter_reduce(ff::ReduceOp::Max, t, x, UInt32::from({0u, 1u})),
+                      Catch::Contains("scatter_reduce(max)") && Catch::Contains("detach"));
+  CHECK(t.to_vector() == std::vector<float>{0, 0});  // nothing was written
+  // Integer results carry nothing; the float values around them keep working.
+  UInt32 bits = ff::bitcast<UInt32>(x);
+  CHECK(bits.to_vector().size() == 2);
+}
+
+TEST_CASE("autodiff: control flow and frozen functions refuse grad-enabled arrays") {
+  Float x = Float::from({1.f, 2.f});
+  ff::enable_grad(x);
+  REQUIRE_THROWS_WITH(ff::while_loop(
+                          std::make_tuple(x), [](const Float& v) { return v < 10.f; },
+                          [](Float& v) { v = v * 2.f; }),
+                      Catch::Contains("state") && Catch::Contains("gradients enabled"));
+  Float plain = Float::from({1.f, 2.f});
+  REQUIRE_THROWS_WITH(ff::while_loop(
+                          std::make_tuple(plain), [](const Float& v) { return v < 10.f; },
+                          [&](Float& v) { v = v * x; }),
+                      Catch::Contains("inside ff::while_loop"));
+  REQUIRE_THROWS_WITH(ff::if_stmt(
+                          std::make_tuple(plain), plain > 1.f,
+                          [&](const Float& v) { return v + x; }, [](const Float& v) { return v; }),
+                      Catch::Contains("gradients enabled"));
+  auto f = ff::freeze([](const Float& a) { return a * 2.f; });
+  REQUIRE_THROWS_EXACTLY(f(x), ff::FreezeError);
+  REQUIRE_THROWS_WITH(f(x), Catch::Contains("has gradients enabled") && Catch::Contains("detach"));
+  CHECK(f(ff::detach(x)).to_vector() == std::vector<float>{2, 4});  // and the call after
+  // The loop still runs on detached values afterwards.
+  auto [r] = ff::while_loop(
+      std::make_tuple(ff::detach(x)), [](const Float& v) { return v < 10.f; },
+      [](Float& v) { v = v * 2.f; });
+  CHECK(r.to_vector() == std::vector<float>{16, 16});
+}
