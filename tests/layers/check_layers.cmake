@@ -8,7 +8,7 @@
 #   includes: a folder includes headers only from the folders below it.
 cmake_minimum_required(VERSION 3.25)
 
-set(library_folders common backend tracer recorder replay registry runtime frontend include tools
+set(library_folders common backend tracer autodiff recorder replay registry runtime frontend include tools
                     examples)
 
 function(sources_of folder out)
@@ -39,13 +39,14 @@ elseif(FF_CHECK STREQUAL "includes")
   set(allowed_common "")
   set(allowed_backend common)
   set(allowed_tracer common backend)
+  set(allowed_autodiff common backend tracer)
   set(allowed_recorder common backend)
   set(allowed_replay common backend recorder)
   set(allowed_registry common backend recorder)
   set(allowed_runtime common backend recorder replay registry tracer)
   set(allowed_frontend common backend recorder replay registry tracer runtime)
-  set(all_folders common backend tracer recorder replay registry runtime frontend tools)
-  foreach(folder common backend tracer recorder replay registry runtime frontend)
+  set(all_folders common backend tracer autodiff recorder replay registry runtime frontend tools)
+  foreach(folder common backend tracer autodiff recorder replay registry runtime frontend)
     sources_of(${folder} files)
     foreach(f IN LISTS files)
       file(STRINGS "${f}" includes REGEX "^#include \"[a-z_]+/")
