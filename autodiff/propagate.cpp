@@ -55,6 +55,7 @@ void ad_backward(AdIndex y, Handle yv, Handle seed) {
   Node& top = g.at(y);
   if (!s)
     s = ad::lit(top.type, 1, top.width);
+  ad::ReversePass pass;
   std::map<AdIndex, Var> pending;
   pending[y] = ad::fit_node(std::move(s), top);
   for (AdIndex i : reverse_order(g, y)) {
@@ -71,7 +72,7 @@ void ad_backward(AdIndex y, Handle yv, Handle seed) {
       if (!src)
         continue;
       const Node& operand = g.at(src);
-      Var c = ad::reverse(n, k, grad, operand);
+      Var c = ad::reverse(n, k, grad, operand, pass);
       if (c)
         accumulate(pending[src], ad::fit_operand(std::move(c), operand));
     }

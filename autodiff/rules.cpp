@@ -137,6 +137,27 @@ Var won(const Node& n) {
   return bin(Op::And, holds_mine, bin(Op::Eq, first, lane));
 }
 
+/// The transpose of a gather: g's lanes added into zeros of the source's width at their
+/// indices. Where each lane reads at a fixed offset from itself (a stencil's neighbours), that
+/// is a gather at the opposite offset, which runs as fast as the forward one; otherwise a
+/// scatter_add.
+Var gather_transpose(const Node& n, const Var& g, const Node& src, ReversePass& pass) {
+  int64_t offset = 0;
+  if (!var_lane_offset(n.index.get(), &offset))
+    return scattered(lit(src.type, 0, src.width), g, n.index, n.mask, /*add=*/true);
+  const ScalarType it = n.index.type();
+  Var j = Var::steal(var_arange(it, src.width));
+  // j - offset in the index's own (wrapping) arithmetic: a lane before the first or past the
+  // last reads nothing, as no forward lane wrote there.
+  Var back = bin(Op::Sub, j, Var::steal(var_literal(it, static_cast<uint64_t>(offset), Size(1))));
+  // One masked copy of g per (mask, g) and pass: a stencil's four neighbours gather from one
+  // buffer, evaluated once (the gradient it is made from fuses into that evaluation).
+  Var& masked = pass.masked[{n.mask.get(), g.get()}];
+  if (!masked)
+    masked = select(n.mask, g, lit(n.type, 0));
+  return gather(masked, back, lit(ScalarType::Bool, 1));
+}
+
 /// x in reverse order.
 Var flip(const Var& x) {
   Var last = Var::steal(var_width_value(ScalarType::UInt32, x.get())) - lit(ScalarType::UInt32, 1);
@@ -164,7 +185,7 @@ Var first_extreme(const Node& n) {
 
 }  // namespace
 
-Var reverse(const Node& n, int k, const Var& g, const Node& src) {
+Var reverse(const Node& n, int k, const Var& g, const Node& src, ReversePass& pass) {
   switch (n.kind) {
     case Kind::Leaf:
       return {};
@@ -173,7 +194,7 @@ Var reverse(const Node& n, int k, const Var& g, const Node& src) {
     case Kind::Cast:
       return cast(src.type, g);
     case Kind::Gather:
-      return scattered(zeros(src), g, n.index, n.mask, /*add=*/true);
+      return gather_transpose(n, g, src, pass);
     case Kind::Scatter: {
       if (k == 0)  // overwritten entries take no gradient
         return scattered(g, lit(n.type, 0), n.index, n.mask, false);

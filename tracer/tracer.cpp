@@ -701,4 +701,37 @@ Size var_width(Handle h) {
   return with_variable(h, [](VarId v) { return width_local(v); });
 }
 
+bool var_lane_offset(Handle index, int64_t* offset) {
+  return with_variable(index, [offset](VarId v) {
+    TracerState& s = state();
+    auto is_lanes = [&](VarId d) {
+      return s[d].kind == VarKind::Op && s[d].op == IrOp::Index && s[d].size == s[v].size;
+    };
+    auto literal = [&](VarId d, int64_t* k) {
+      if (s[d].kind != VarKind::Literal || s[d].size != 1)
+        return false;
+      *k = static_cast<int64_t>(s[d].imm);  // integers: two's complement, widened
+      return true;
+    };
+    if (s[v].kind != VarKind::Op)
+      return false;
+    if (is_lanes(v)) {
+      *offset = 0;
+      return true;
+    }
+    const VarId a = s[v].dep[0], b = s[v].dep[1];
+    int64_t k = 0;
+    if (s[v].op == IrOp::Add) {
+      if ((is_lanes(a) && literal(b, &k)) || (is_lanes(b) && literal(a, &k))) {
+        *offset = k;
+        return true;
+      }
+    } else if (s[v].op == IrOp::Sub && is_lanes(a) && literal(b, &k)) {
+      *offset = static_cast<int64_t>(0 - static_cast<uint64_t>(k));
+      return true;
+    }
+    return false;
+  });
+}
+
 }  // namespace ff::detail

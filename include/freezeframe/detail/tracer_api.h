@@ -105,6 +105,9 @@ void var_read(Handle v, void* out);
 uint64_t var_size(Handle v);
 ScalarType var_type(Handle v);
 Size var_width(Handle v);
+/// Whether `index` is arange(n) + k, arange(n) - k (offset -k) or arange(n) (offset 0) for an
+/// integer literal k, with n its own size: each lane reads at a fixed offset from itself.
+bool var_lane_offset(Handle index, int64_t* offset);
 /// width(v) == 0, recorded as a guard named "empty()" when the size has provenance.
 bool var_empty_check(Handle v);
 
