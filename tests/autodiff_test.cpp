@@ -231,6 +231,26 @@ TEST_CASE("autodiff: casts, gathers and scatters match finite differences") {
                return ff::gather(a[0], index_of(a[1]), lane % 3u != 1u) * a[1];
              },
              {kAny, kAny}, {5, 0});
+  // Lanes that read at a fixed offset from themselves (a stencil): the transpose is a gather
+  // at the opposite offset. Wrapping below 0, past the end, masks, a narrower source, and an
+  // Int32 index with a negative literal.
+  check_rule("gather at a fixed offset",
+             [](V a) {
+               UInt32 lane = ff::arange<UInt32>(ff::width(a[1]));
+               Float64 left = ff::gather(a[0], lane - 1u, lane % 3u != 1u);
+               Float64 right = ff::gather(a[0], lane + 2u);
+               Float64 same = ff::gather(a[0], lane);
+               Int32 ilane = ff::arange<Int32>(ff::width(a[1]));
+               Float64 back = ff::gather(a[0], ilane + (-3));
+               return (left * 2.0 + right * a[1] + same) * a[1] + back;
+             },
+             {kAny, kAny});
+  check_rule("gather at a fixed offset from a narrower source",
+             [](V a) {
+               UInt32 lane = ff::arange<UInt32>(ff::width(a[1]));
+               return ff::gather(a[0], lane + 1u) * a[1];
+             },
+             {kAny, kAny}, {3, 0});
   check_rule("scatter_add",
              [&](V a) {
                Float64 t = a[0] * 1.5;
