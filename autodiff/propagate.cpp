@@ -7,6 +7,7 @@
 
 #include "autodiff/rules.h"
 #include "freezeframe/errors.h"
+#include "tracer/size_expr_node.h"  // raw_value
 
 namespace ff::detail {
 namespace {
@@ -21,6 +22,40 @@ void accumulate(Var& into, Var c) {
 
 /// The nodes `root` depends on (itself included), latest first: an order in which every node
 /// comes before its operands.
+/// The gradients reaching one node in a reverse pass. Those from broadcasts of a size-1 node
+/// over wider arrays are summed when the node is reached, one reduction per shape of lanes,
+/// not one per use (a parameter used in every step of a simulation).
+class Incoming {
+ public:
+  void add(Var c, const Node& to) {
+    if (!ad::broadcast_over(c, to)) {
+      accumulate(fitted_, std::move(c));
+      return;
+    }
+    Size lanes = c.width();
+    // Those of one size share a sum. Inside a recording, adding two whose sizes come from
+    // different expressions (the buffers of two steps) records a guard that they stay equal:
+    // checked at each replay, a failure records anew, never a wrong sum.
+    for (auto& [w, sum] : wide_)
+      if (raw_value(w) == raw_value(lanes)) {
+        sum = sum + c;
+        return;
+      }
+    wide_.emplace_back(lanes, std::move(c));
+  }
+
+  Var take() {
+    Var g = std::move(fitted_);
+    for (auto& [w, sum] : wide_)
+      accumulate(g, ad::reduce(Reduction::Sum, sum));
+    return g;
+  }
+
+ private:
+  Var fitted_;
+  std::vector<std::pair<Size, Var>> wide_;
+};
+
 std::vector<AdIndex> reverse_order(Graph& g, AdIndex root) {
   std::vector<AdIndex> order, stack{root};
   std::vector<AdIndex> seen;
@@ -56,17 +91,19 @@ void ad_backward(AdIndex y, Handle yv, Handle seed) {
   if (!s)
     s = ad::lit(top.type, 1, top.width);
   ad::ReversePass pass;
-  std::map<AdIndex, Var> pending;
-  pending[y] = ad::fit_node(std::move(s), top);
+  std::map<AdIndex, Incoming> pending;
+  // Kept apart until the walk is through: a pass that throws leaves every gradient as it was.
+  std::vector<std::pair<AdIndex, Var>> reached;
+  pending[y].add(ad::fit_node(std::move(s), top), top);
   for (AdIndex i : reverse_order(g, y)) {
     auto it = pending.find(i);
     if (it == pending.end())
       continue;
-    Var grad = std::move(it->second);
+    Var grad = it->second.take();
     pending.erase(it);
     Node& n = g.at(i);
     if (n.retain)
-      accumulate(n.grad, grad);
+      reached.emplace_back(i, grad);
     for (int k = 0; k < 3; ++k) {
       AdIndex src = n.source[static_cast<size_t>(k)];
       if (!src)
@@ -74,9 +111,11 @@ void ad_backward(AdIndex y, Handle yv, Handle seed) {
       const Node& operand = g.at(src);
       Var c = ad::reverse(n, k, grad, operand, pass);
       if (c)
-        accumulate(pending[src], ad::fit_operand(std::move(c), operand));
+        pending[src].add(std::move(c), operand);
     }
   }
+  for (auto& [i, grad] : reached)
+    accumulate(g.at(i).grad, std::move(grad));
 }
 
 void ad_forward(AdIndex x, Handle xv) {
@@ -86,7 +125,6 @@ void ad_forward(AdIndex x, Handle xv) {
   Node& start = g.at(x);
   std::map<AdIndex, Var> tangent;
   tangent[x] = ad::lit(start.type, 1, start.width);
-  accumulate(start.grad, tangent[x]);
   for (auto it = g.after(x); it != g.end(); ++it) {
     Node& n = it->second;
     Var t;
@@ -101,10 +139,11 @@ void ad_forward(AdIndex x, Handle xv) {
     }
     if (!t)
       continue;
-    t = ad::fit_node(std::move(t), n);
-    accumulate(n.grad, t);
-    tangent.emplace(it->first, std::move(t));
+    tangent.emplace(it->first, ad::fit_node(std::move(t), n));
   }
+  // Added when the walk is through: a pass that throws leaves every gradient as it was.
+  for (auto& [i, t] : tangent)
+    accumulate(g.at(i).grad, std::move(t));
 }
 
 }  // namespace ff::detail

@@ -258,11 +258,9 @@ Var forward(const Node& n, int k, const Var& t, const Node& src) {
   return {};
 }
 
-Var fit_operand(Var c, const Node& src) {
-  if (raw_value(src.width) == 1 &&
-      (c.size() != 1 || (has_provenance(c.width()) && !has_provenance(src.width))))
-    return reduce(Reduction::Sum, c);
-  return c;
+bool broadcast_over(const Var& c, const Node& src) {
+  return raw_value(src.width) == 1 &&
+         (c.size() != 1 || (has_provenance(c.width()) && !has_provenance(src.width)));
 }
 
 Var fit_node(Var t, const Node& n) {

@@ -22,8 +22,9 @@ Var reverse(const Node& n, int k, const Var& g, const Node& src, ReversePass& pa
 /// The contribution of `t`, the tangent of operand `k` (node `src`), to node `n`'s tangent.
 Var forward(const Node& n, int k, const Var& t, const Node& src);
 
-/// A gradient reaching an operand of size 1 from a broadcast over more lanes: their sum.
-Var fit_operand(Var c, const Node& src);
+/// Whether a gradient reaching operand `src` came from a broadcast of it over more lanes (so
+/// the operand's gradient is its sum).
+bool broadcast_over(const Var& c, const Node& src);
 
 /// A tangent of a size-1 operand broadcast to the node's width.
 Var fit_node(Var t, const Node& n);

@@ -8,13 +8,18 @@
 //   BM_heat    the demo's heat stencil (examples/heat_step.h) on a 1024 x 1024 plate, 4 steps
 //              (each evaluated, as the demo does), then the loss sum(u * u): forward alone vs
 //              forward, backward and grad(u0) evaluated.
+//   BM_train_step/N  the inverse heat problem's training step (examples/inverse_heat.h: 8
+//              stencil steps, the loss, backward, an Adam step on the diffusion number) on an
+//              N x N plate (128 and 1024), traced against frozen (ff::freeze: replays). Target:
+//              traced / frozen >= 5 at 128.
 //
 // Target (issue 18): gradient / forward <= 3 for both. Results are checked against the same
 // computations on the host (the derivative by the chain rule in double for BM_chain, the
 // stencil's adjoint for BM_heat).
 //
 // Own flags: --ff_ad_size=N (BM_chain's floats), --ff_ad_side=N (BM_heat's plate side),
-// --ff_expect_wrong (harness.h). Defaults unless given: --benchmark_repetitions=5
+// --ff_train_sides=S,L (BM_train_step's plate sides), --ff_expect_wrong (harness.h). Defaults
+// unless given: --benchmark_repetitions=5
 // --benchmark_report_aggregates_only=true.
 #include <benchmark/benchmark.h>
 #include <freezeframe/freezeframe.h>
@@ -28,6 +33,7 @@
 
 #include "chain.h"
 #include "examples/heat_step.h"
+#include "examples/inverse_heat.h"
 #include "harness.h"
 #include "rounds.h"
 #include "workloads.h"
@@ -38,6 +44,7 @@ using ff::Float;
 
 size_t g_size = size_t{1} << 20;
 uint32_t g_side = 1024;
+int64_t g_train_small = 128, g_train_large = 1024;
 constexpr int kChainSteps = 33;  // 3 operations each
 constexpr int kHeatSteps = 4;
 
@@ -196,6 +203,60 @@ void BM_heat(benchmark::State& st) {
           {"gradient grad(u0)", compare(g.to_vector(), adj)}});
 }
 
+void BM_train_step(benchmark::State& st) {
+  ff::init("llvm");
+  const uint32_t n = uint32_t(st.range(0));
+  constexpr int kSimSteps = 8;
+  std::vector<float> plate(size_t(n) * n);
+  for (size_t i = 0; i < plate.size(); ++i)
+    plate[i] = float((i * 7919) % 1000) / 100.f;
+  const Float u0 = Float::from(plate);
+  Float target = u0;
+  for (int k = 0; k < kSimSteps; ++k)
+    target = inverse_heat::step(target, Float::from({0.2f}), n);
+  auto frozen_step = ff::freeze(inverse_heat::train_step);
+
+  enum { kTraced, kFrozen };
+
+  std::array<Float, 2> alpha = {Float::from({0.05f}), Float::from({0.05f})};
+  std::array<ff::Adam, 2> opt = {ff::Adam(0.01), ff::Adam(0.01)};
+  for (int s = 0; s < 2; ++s)
+    opt[s].init(alpha[s]);
+  std::array<Float, 2> loss;
+  std::array<std::function<void()>, 2> sides = {
+      [&] {
+        loss[kTraced] =
+            inverse_heat::train_step(alpha[kTraced], opt[kTraced], u0, target, n, kSimSteps);
+        ff::eval(loss[kTraced]);
+        ff::sync();
+      },
+      [&] {
+        loss[kFrozen] = frozen_step(alpha[kFrozen], opt[kFrozen], u0, target, n, kSimSteps);
+        ff::eval(loss[kFrozen]);
+        ff::sync();
+      }};
+  const auto rounds = ff_bench::run_rounds(st, sides);
+  // Both sides took as many steps from the same start: the frozen one must have followed the
+  // traced one exactly.
+  std::vector<float> a_traced = alpha[kTraced].to_vector(), a_frozen = alpha[kFrozen].to_vector();
+  std::vector<double> want(a_traced.begin(), a_traced.end());
+  if (std::string err = compare(a_frozen, want); !err.empty() || a_frozen != a_traced) {
+    st.SkipWithError(("wrong result of the last frozen timed call: alpha " + err).c_str());
+    return;
+  }
+  if (frozen_step.n_recordings() != 1) {
+    st.SkipWithError(("the frozen step holds " + std::to_string(frozen_step.n_recordings()) +
+                      " recordings, want 1")
+                         .c_str());
+    return;
+  }
+  auto median_of = [&](auto per_round) { return ff_bench::median_over(rounds, per_round); };
+  st.counters["ms_traced"] = median_of([](const auto& t) { return t[kTraced] * 1e3; });
+  st.counters["ms_frozen"] = median_of([](const auto& t) { return t[kFrozen] * 1e3; });
+  st.counters["traced_over_frozen"] =
+      median_of([](const auto& t) { return t[kTraced] / t[kFrozen]; });
+}
+
 class Summary : public ff_bench::Reporter {
  public:
   using Reporter::Reporter;
@@ -214,6 +275,16 @@ class Summary : public ff_bench::Reporter {
           "(target <= 3)%s\n",
           bench, r->counter("ms_forward"), r->counter("ms_gradient"), v, v <= 3 ? "" : "  MISSED");
     }
+    for (const char* bench : {"BM_train_step/128", "BM_train_step/1024"}) {
+      const Result* r = find(bench);
+      if (!r)
+        continue;
+      double v = r->counter("traced_over_frozen");
+      bool small = std::string(bench).find("/128") != std::string::npos;
+      std::printf("%-18s traced %8.3f ms  frozen %8.3f ms  traced_over_frozen %6.3f%s\n", bench,
+                  r->counter("ms_traced"), r->counter("ms_frozen"), v,
+                  small ? (v >= 5 ? " (target >= 5)" : " (target >= 5)  MISSED") : "");
+    }
     ff_bench::warn_if_busy(stdout);
   }
 };
@@ -228,6 +299,10 @@ int main(int argc, char** argv) {
     g_size = size_t(std::stoull(*s));
   if (auto s = cl.take("ff_ad_side"))
     g_side = uint32_t(std::stoul(*s));
+  if (auto s = cl.take("ff_train_sides")) {  // "small,large"
+    g_train_small = std::stoll(*s);
+    g_train_large = std::stoll(s->substr(s->find(',') + 1));
+  }
   cl.default_to("benchmark_repetitions", "5");
   if (!cl.has("benchmark_display_aggregates_only"))
     cl.default_to("benchmark_report_aggregates_only", "true");
@@ -240,6 +315,10 @@ int main(int argc, char** argv) {
     for (auto [name, fn] :
          {std::pair{"BM_chain", &guarded<BM_chain>}, {"BM_heat", &guarded<BM_heat>}})
       benchmark::RegisterBenchmark(name, fn)->UseManualTime();
+    benchmark::RegisterBenchmark("BM_train_step", &guarded<BM_train_step>)
+        ->Arg(g_train_small)
+        ->Arg(g_train_large)
+        ->UseManualTime();
     Summary reporter(cl.color());
     const size_t n_run = benchmark::RunSpecifiedBenchmarks(&reporter);
     benchmark::Shutdown();

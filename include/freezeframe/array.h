@@ -225,11 +225,12 @@ Array<R> binary(Op op, const Array<T>& a, const Array<T>& b) {
 }
 
 template <class T>
-Array<T> ternary(Op op, const Bool& m, const Array<T>& a, const Array<T>& b) {
-  Array<T> r = Array<T>::steal(var_ternary(op, m.id(), a.id(), b.id()));
+Array<T> select_impl(const Bool& m, const Array<T>& a, const Array<T>& b) {
+  Array<T> r = Array<T>::steal(var_ternary(Op::Select, m.id(), a.id(), b.id()));
   if constexpr (kDifferentiable<T>)
     if (a.ad_index() | b.ad_index()) [[unlikely]]
-      r.set_ad_index(ad_ternary(op, 0, m.id(), a.ad_index(), a.id(), b.ad_index(), b.id(), r.id()));
+      r.set_ad_index(
+          ad_ternary(Op::Select, 0, m.id(), a.ad_index(), a.id(), b.ad_index(), b.id(), r.id()));
   return r;
 }
 
@@ -411,7 +412,7 @@ requires(!std::is_void_v<T> && !std::is_same_v<T, bool>) Array<T> fma(const A& a
 template <class A, class B, class T = typename detail::first_array_value<A, B>::type>
 
 requires(!std::is_void_v<T>) Array<T> select(const Bool& mask, const A& a, const B& b) {
-  return detail::ternary(detail::Op::Select, mask, detail::as_array<T>(a), detail::as_array<T>(b));
+  return detail::select_impl(mask, detail::as_array<T>(a), detail::as_array<T>(b));
 }
 
 /// Numeric conversion: float -> integer saturates (NaN -> 0), x -> Bool is x != 0.

@@ -60,15 +60,15 @@ if(FF_CUDA_ONLY OR FF_TEST_EVERY_STACK)
   # own object libraries where those exist.
   if(FF_CUDA_ONLY)
     add_library(ff_cuda_corpus OBJECT array_ops.cpp array_construct.cpp array_memory.cpp
-                record_corpus.cpp cuda_cross_test.cpp cuda_replay_modes_test.cpp
-                cuda_freeze_test.cpp)
+                record_corpus.cpp autodiff_test.cpp optimizers_test.cpp cuda_cross_test.cpp
+                cuda_replay_modes_test.cpp cuda_freeze_test.cpp)
     set(FF_CUDA_CORPUS $<TARGET_OBJECTS:ff_cuda_corpus>)
   else()
     add_library(ff_cuda_corpus OBJECT cuda_cross_test.cpp cuda_replay_modes_test.cpp
                 cuda_freeze_test.cpp)
     target_compile_definitions(ff_cuda_corpus PRIVATE FF_HAVE_LLVM_BACKEND)
     set(FF_CUDA_CORPUS $<TARGET_OBJECTS:ff_cuda_corpus> $<TARGET_OBJECTS:ff_array_suite>
-        $<TARGET_OBJECTS:ff_record_corpus>)
+        $<TARGET_OBJECTS:ff_record_corpus> $<TARGET_OBJECTS:ff_autodiff_suite>)
   endif()
   target_link_libraries(ff_cuda_corpus PUBLIC Catch2::Catch2 freezeframe spdlog::spdlog ff_dump)
   target_include_directories(ff_cuda_corpus PRIVATE ${PROJECT_SOURCE_DIR}
