@@ -8,6 +8,7 @@
 
 #include "freezeframe/freezeframe.h"
 #include "support/errors.h"
+#include "support/temp_file.h"
 
 namespace {
 
@@ -133,6 +134,33 @@ TEST_CASE("optimizers: a frozen Adam step equals the traced step and replays at 
     // One recording for every size but 1 (whose arrays broadcast: a kind of its own).
     CHECK(frozen.n_recordings() == (n == 1 ? 2 : 1));
   }
+}
+
+TEST_CASE("optimizers: a frozen training step saved to a file replays where it is loaded") {
+  fft::TempFile file("train_step.ffr");
+  const size_t n = 9;
+  Float64 x = Float64::from(ramp(n, 0.3, 0.2)), y = Float64::from(ramp(n, -0.1, 1.0));
+  {
+    auto first = ff::freeze(train_step<ff::SGD>);
+    Float64 w = ff::zeros<Float64>(n);
+    ff::make_opaque(w);
+    ff::SGD opt(0.1, 0.5);
+    opt.init(w);
+    first(w, opt, x, y);
+    first.save(file.str());
+  }
+  auto loaded = ff::freeze(train_step<ff::SGD>);
+  loaded.load(file.str());
+  Float64 wl = ff::zeros<Float64>(n), wt = ff::zeros<Float64>(n);
+  ff::make_opaque(wl, wt);
+  ff::SGD ol(0.1, 0.5), ot(0.1, 0.5);
+  ol.init(wl);
+  ot.init(wt);
+  for (int it = 0; it < 5; ++it) {
+    CHECK(loaded(wl, ol, x, y).to_vector() == train_step(wt, ot, x, y).to_vector());
+    CHECK(wl.to_vector() == wt.to_vector());
+  }
+  CHECK(loaded.n_replays() == 5);  // the loaded recording, never traced here
 }
 
 TEST_CASE("optimizers: errors") {
