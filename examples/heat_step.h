@@ -16,8 +16,9 @@ namespace heat {
 // cells read their four neighbours with gathers at the element index -1, +1, -n and +n (the
 // LLVM backend turns such gathers into contiguous vector loads, docs/kernel-ir.md); the
 // boundary cells keep their value (fixed temperature) and read no neighbour. Everything fuses
-// into one kernel at ff::eval. The plate's size comes from `u`; `n` is the side.
-inline ff::Float step(const ff::Float& u, uint32_t n) {
+// into one kernel at ff::eval. The plate's size comes from `u`; `n` is the side; `alpha` is the
+// diffusion number (size 1: an array, so that gradients can reach it, examples/inverse_heat.h).
+inline ff::Float diffuse(const ff::Float& u, const ff::Float& alpha, uint32_t n) {
   ff::UInt32 i = ff::arange<ff::UInt32>(ff::width(u));
   ff::UInt32 x = i % n;
   ff::UInt32 y = i / n;
@@ -27,9 +28,14 @@ inline ff::Float step(const ff::Float& u, uint32_t n) {
   ff::Float up = ff::gather<ff::Float>(u, i - n, interior);
   ff::Float down = ff::gather<ff::Float>(u, i + n, interior);
   ff::Float sum = left + right + up + down;
-  ff::Float next = ff::select(interior, u + kAlpha * (sum - 4.f * u), u);
+  ff::Float next = ff::select(interior, u + alpha * (sum - 4.f * u), u);
   ff::eval(next);
   return next;
+}
+
+/// The demo's step: diffusion number kAlpha (a literal, part of the kernel).
+inline ff::Float step(const ff::Float& u, uint32_t n) {
+  return diffuse(u, ff::Float(kAlpha), n);
 }
 
 // The same step as a plain C++ loop, with the same boundary and operation order.

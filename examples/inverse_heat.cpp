@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
     const ff::Float u0 = ff::Float::from(initial_plate(n));
     ff::Float target = u0;
     for (int k = 0; k < sim_steps; ++k)
-      target = inverse_heat::step(target, ff::Float::from({true_alpha}), n);
+      target = heat::diffuse(target, ff::Float::from({true_alpha}), n);
 
     // Frozen: the training loop.
     auto frozen_step = ff::freeze(inverse_heat::train_step);
