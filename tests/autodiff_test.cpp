@@ -428,6 +428,11 @@ TEST_CASE("autodiff: a grad-enabled literal, and parameters in a struct") {
   ff::clear_grad(p);
   CHECK(ff::grad(p.weight).to_vector() == std::vector<double>{0, 0});
   CHECK(ff::grad(p.bias).to_vector() == std::vector<float>{0});
+  Params q = ff::detach(p);  // a walkable copy without gradients; p keeps its own
+  CHECK_FALSE(ff::grad_enabled(q));
+  CHECK(ff::grad_enabled(p));
+  CHECK(q.weight.to_vector() == p.weight.to_vector());
+  CHECK(q.tag == 3);
 }
 
 TEST_CASE("autodiff: forward mode accumulates and reaches every dependent array") {

@@ -127,6 +127,15 @@ Array<T> detach(const Array<T>& x) {
   return r;
 }
 
+/// A copy of `x` (any type ff::freeze walks) whose Float and Float64 arrays are detached.
+template <class T>
+
+requires(!ArrayType<T>) T detach(const T& x) {
+  T r = x;
+  detail::for_each_float_array(r, [](auto& a) { a.set_ad_index(0); });
+  return r;
+}
+
 /// While alive, operations on this thread record no gradient graph: their results are
 /// detached (nests).
 class SuspendGrad {
