@@ -148,8 +148,10 @@ Var gather_transpose(const Node& n, const Var& g, const Node& src, ReversePass& 
   const ScalarType it = n.index.type();
   Var j = Var::steal(var_arange(it, src.width));
   // j - offset in the index's own (wrapping) arithmetic: a lane before the first or past the
-  // last reads nothing, as no forward lane wrote there.
-  Var back = bin(Op::Sub, j, Var::steal(var_literal(it, static_cast<uint64_t>(offset), Size(1))));
+  // last reads nothing, as no forward lane wrote there. Written as j + k or j - k with k >= 0,
+  // the form the backends read as a contiguous load at an offset (docs/kernel-ir.md).
+  const uint64_t k = offset < 0 ? 0 - static_cast<uint64_t>(offset) : static_cast<uint64_t>(offset);
+  Var back = bin(offset < 0 ? Op::Add : Op::Sub, j, Var::steal(var_literal(it, k, Size(1))));
   // One masked copy of g per (mask, g) and pass: a stencil's four neighbours gather from one
   // buffer, evaluated once (the gradient it is made from fuses into that evaluation).
   Var& masked = pass.masked[{n.mask.get(), g.get()}];
