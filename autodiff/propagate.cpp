@@ -28,6 +28,7 @@ void accumulate(Var& into, Var c) {
 class Incoming {
  public:
   void add(Var c, const Node& to) {
+    ++count_;
     if (!ad::broadcast_over(c, to)) {
       accumulate(fitted_, std::move(c));
       return;
@@ -48,10 +49,20 @@ class Incoming {
     Var g = std::move(fitted_);
     for (auto& [w, sum] : wide_)
       accumulate(g, ad::reduce(Reduction::Sum, sum));
+    // A gradient gathered from several uses is evaluated here: left lazy, every gradient
+    // computed from it would recompute it, and a chain of such junctions (the steps of a
+    // simulation) would cost work quadratic in its length. A chain of single uses stays lazy
+    // and fuses.
+    if (count_ >= kEvaluateFanIn && g.size() > 1) {
+      Handle h = g.get();
+      var_eval(std::span<const Handle>(&h, 1));
+    }
     return g;
   }
 
  private:
+  static constexpr int kEvaluateFanIn = 3;
+  int count_ = 0;
   Var fitted_;
   std::vector<std::pair<Size, Var>> wide_;
 };
