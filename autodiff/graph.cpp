@@ -28,11 +28,6 @@ Node& Graph::at(AdIndex i) {
   return it->second;
 }
 
-Node* Graph::find(AdIndex i) {
-  auto it = nodes_.find(i);
-  return it == nodes_.end() ? nullptr : &it->second;
-}
-
 void Graph::inc_ref(AdIndex i) {
   at(i).refs++;
 }

@@ -56,7 +56,6 @@ class Graph {
   /// Adds `n` (whose sources gain a reference each) and returns its number. Lock held.
   AdIndex add(Node n);
   Node& at(AdIndex i);
-  Node* find(AdIndex i);
   /// Lock held. Dropping the last reference frees the node and, in turn, its sources'.
   void inc_ref(AdIndex i);
   void dec_ref(AdIndex i);

@@ -83,7 +83,7 @@ AdIndex elementwise(Op op, std::initializer_list<std::pair<AdIndex, Handle>> ope
   size_t k = 0;
   for (auto [src, v] : operands) {
     n.source[k] = src;
-    if (what.args || (op == Op::Select && k == 0))
+    if (what.args)
       n.arg[k] = Var::borrow(v);
     ++k;
   }
@@ -134,8 +134,7 @@ void ad_check_scatter(bool reduce, ReduceOp op) {
     throw Error(std::string("scatter_reduce(") + to_string(op) +
                 "): an operand has gradients enabled, and only plain scatters and scatter_add "
                 "(ReduceOp::Add) have gradient rules yet (pass ff::detach(x))");
-  if (!ad::suspended())
-    skip();  // the region check, before the scatter changes the target
+  skip();  // the region check, before the scatter changes the target
 }
 
 AdIndex ad_scatter(AdIndex target, AdIndex value, Handle vv, Handle index, Handle mask, bool reduce,

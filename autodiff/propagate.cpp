@@ -20,8 +20,6 @@ void accumulate(Var& into, Var c) {
   into = into ? into + c : std::move(c);
 }
 
-/// The nodes `root` depends on (itself included), latest first: an order in which every node
-/// comes before its operands.
 /// The gradients reaching one node in a reverse pass. Those from broadcasts of a size-1 node
 /// over wider arrays are summed when the node is reached, one reduction per shape of lanes,
 /// not one per use (a parameter used in every step of a simulation).
@@ -67,6 +65,8 @@ class Incoming {
   std::vector<std::pair<Size, Var>> wide_;
 };
 
+/// The nodes `root` depends on (itself included), latest first: an order in which every node
+/// comes before its operands.
 std::vector<AdIndex> reverse_order(Graph& g, AdIndex root) {
   std::vector<AdIndex> order, stack{root};
   std::vector<AdIndex> seen;
@@ -129,8 +129,7 @@ void ad_backward(AdIndex y, Handle yv, Handle seed) {
     accumulate(g.at(i).grad, std::move(grad));
 }
 
-void ad_forward(AdIndex x, Handle xv) {
-  (void)xv;
+void ad_forward(AdIndex x) {
   Graph& g = Graph::get();
   std::lock_guard lock(g.lock());
   Node& start = g.at(x);
@@ -144,7 +143,7 @@ void ad_forward(AdIndex x, Handle xv) {
       auto from = src ? tangent.find(src) : tangent.end();
       if (from == tangent.end())
         continue;
-      Var c = ad::forward(n, k, from->second, g.at(src));
+      Var c = ad::forward(n, k, from->second);
       if (c)
         accumulate(t, std::move(c));
     }

@@ -8,10 +8,6 @@
 namespace ff::detail::ad {
 namespace {
 
-bool has_provenance(const Size& s) {
-  return s.has_provenance();
-}
-
 /// x times the partial derivative of elementwise node n by operand k. A linear map on a
 /// diagonal Jacobian: the same in both modes.
 Var elementwise(const Node& n, int k, const Var& x) {
@@ -126,14 +122,9 @@ Size scatter_lanes(const Node& n) {
 Var won(const Node& n) {
   Var lane = lanes(scatter_lanes(n));
   Var holds_mine = bin(Op::And, n.mask, bin(Op::Eq, gather(n.result, n.index, n.mask), n.arg[1]));
-  Handle owner = lit(ScalarType::UInt32, UINT32_MAX, n.width).release();
-  try {
-    var_scatter(&owner, lane.get(), n.index.get(), holds_mine.get(), true, ReduceOp::Min);
-  } catch (...) {
-    dec_ref(owner);
-    throw;
-  }
-  Var first = gather(Var::steal(owner), n.index, holds_mine);
+  Var owner = scattered(lit(ScalarType::UInt32, UINT32_MAX, n.width), lane, n.index, holds_mine,
+                        true, ReduceOp::Min);
+  Var first = gather(owner, n.index, holds_mine);
   return bin(Op::And, holds_mine, bin(Op::Eq, first, lane));
 }
 
@@ -144,7 +135,7 @@ Var won(const Node& n) {
 Var gather_transpose(const Node& n, const Var& g, const Node& src, ReversePass& pass) {
   int64_t offset = 0;
   if (!var_lane_offset(n.index.get(), &offset))
-    return scattered(lit(src.type, 0, src.width), g, n.index, n.mask, /*add=*/true);
+    return scattered(zeros(src), g, n.index, n.mask, /*reduce=*/true);
   const ScalarType it = n.index.type();
   Var j = Var::steal(var_arange(it, src.width));
   // j - offset in the index's own (wrapping) arithmetic: a lane before the first or past the
@@ -158,6 +149,11 @@ Var gather_transpose(const Node& n, const Var& g, const Node& src, ReversePass& 
   if (!masked)
     masked = select(n.mask, g, lit(n.type, 0));
   return gather(masked, back, lit(ScalarType::Bool, 1));
+}
+
+/// mean's divisor: its operand's element count, with provenance.
+Var count(const Node& n) {
+  return Var::steal(var_width_value(n.type, n.arg[0].get()));
 }
 
 /// x in reverse order.
@@ -217,15 +213,14 @@ Var reverse(const Node& n, int k, const Var& g, const Node& src, ReversePass& pa
       }
       return {};
     case Kind::Mean:
-      return (zeros(src) + g) / Var::steal(var_width_value(n.type, n.arg[0].get()));
+      return (zeros(src) + g) / count(n);
     case Kind::PrefixSum:  // a suffix sum: the prefix sum of the reversed gradient, reversed
       return flip(Var::steal(var_prefix_sum(flip(g).get(), n.exclusive)));
   }
   return {};
 }
 
-Var forward(const Node& n, int k, const Var& t, const Node& src) {
-  (void)src;
+Var forward(const Node& n, int k, const Var& t) {
   switch (n.kind) {
     case Kind::Leaf:
       return {};
@@ -253,7 +248,7 @@ Var forward(const Node& n, int k, const Var& t, const Node& src) {
       }
       return {};
     case Kind::Mean:
-      return reduce(Reduction::Sum, t) / Var::steal(var_width_value(n.type, n.arg[0].get()));
+      return reduce(Reduction::Sum, t) / count(n);
     case Kind::PrefixSum:
       return Var::steal(var_prefix_sum(t.get(), n.exclusive));
   }
@@ -262,11 +257,11 @@ Var forward(const Node& n, int k, const Var& t, const Node& src) {
 
 bool broadcast_over(const Var& c, const Node& src) {
   return raw_value(src.width) == 1 &&
-         (c.size() != 1 || (has_provenance(c.width()) && !has_provenance(src.width)));
+         (c.size() != 1 || (c.width().has_provenance() && !src.width.has_provenance()));
 }
 
 Var fit_node(Var t, const Node& n) {
-  if (raw_value(n.width) != t.size() || (has_provenance(n.width) && !has_provenance(t.width())))
+  if (raw_value(n.width) != t.size() || (n.width.has_provenance() && !t.width().has_provenance()))
     return zeros(n) + t;
   return t;
 }

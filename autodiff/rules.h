@@ -19,8 +19,8 @@ struct ReversePass {
 /// (whose node is `src`); empty where none flows. Not yet fitted to the operand's shape.
 Var reverse(const Node& n, int k, const Var& g, const Node& src, ReversePass& pass);
 
-/// The contribution of `t`, the tangent of operand `k` (node `src`), to node `n`'s tangent.
-Var forward(const Node& n, int k, const Var& t, const Node& src);
+/// The contribution of `t`, the tangent of operand `k`, to node `n`'s tangent.
+Var forward(const Node& n, int k, const Var& t);
 
 /// Whether a gradient reaching operand `src` came from a broadcast of it over more lanes (so
 /// the operand's gradient is its sum).

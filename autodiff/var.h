@@ -113,11 +113,13 @@ inline Var gather(const Var& source, const Var& index, const Var& mask) {
   return Var::steal(var_gather(source.type(), source.get(), index.get(), mask.get()));
 }
 
-/// A copy of `target` with target[index] = value (or += value) where mask holds.
-inline Var scattered(Var target, const Var& value, const Var& index, const Var& mask, bool add) {
+/// A copy of `target` with target[index] = value (or, with `reduce`, op= value) where mask
+/// holds.
+inline Var scattered(Var target, const Var& value, const Var& index, const Var& mask, bool reduce,
+                     ReduceOp op = ReduceOp::Add) {
   Handle h = target.release();
   try {
-    var_scatter(&h, value.get(), index.get(), mask.get(), add, ReduceOp::Add);
+    var_scatter(&h, value.get(), index.get(), mask.get(), reduce, op);
   } catch (...) {
     dec_ref(h);
     throw;

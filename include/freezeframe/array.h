@@ -251,17 +251,10 @@ void scatter_impl(Array<T>& target, const Array<T>& value, const Array<I>& index
   if constexpr (kDifferentiable<T>) {
     if (target.ad_index() | value.ad_index()) [[unlikely]] {
       ad_check_scatter(reduce, op);
-      AdIndex old = target.ad_index();
-      ad_inc_ref(old);  // ad_scatter borrows it; the target lets go of it below
-      try {
-        var_scatter(target.id_ptr(), value.id(), index.id(), mask.id(), reduce, op);
-        target.set_ad_index(ad_scatter(old, value.ad_index(), value.id(), index.id(), mask.id(),
-                                       reduce, target.id()));
-      } catch (...) {
-        ad_dec_ref(old);
-        throw;
-      }
-      ad_dec_ref(old);
+      var_scatter(target.id_ptr(), value.id(), index.id(), mask.id(), reduce, op);
+      // The target holds its old node until the new one (which references it) replaces it.
+      target.set_ad_index(ad_scatter(target.ad_index(), value.ad_index(), value.id(), index.id(),
+                                     mask.id(), reduce, target.id()));
       return;
     }
   }

@@ -19,7 +19,7 @@ AdIndex ad_enable(AdIndex current, Handle v);
 /// Reverse mode from y (node 0: nothing to do) with `seed` (0: ones of y's size).
 void ad_backward(AdIndex y, Handle yv, Handle seed);
 /// Forward mode from x (a node).
-void ad_forward(AdIndex x, Handle xv);
+void ad_forward(AdIndex x);
 /// The gradient accumulated in node n (a new reference), zeros of v's size where none.
 Handle ad_grad(AdIndex n, Handle v);
 void ad_clear_grad(AdIndex n);
@@ -58,7 +58,7 @@ requires(!ArrayType<T>) void enable_grad(T& x) {
 template <class T>
 bool grad_enabled(const T& x) {
   bool on = false;
-  detail::for_each_float_array(const_cast<T&>(x), [&](const auto& a) { on |= a.ad_index() != 0; });
+  detail::for_each_float_array(x, [&](const auto& a) { on |= a.ad_index() != 0; });
   return on;
 }
 
@@ -116,7 +116,7 @@ void forward(const Array<T>& x) {
     throw Error(
         "forward: the array does not take part in the gradient graph (call "
         "ff::enable_grad on it before computing from it)");
-  detail::ad_forward(x.ad_index(), x.id());
+  detail::ad_forward(x.ad_index());
 }
 
 /// x's value without gradients: what is computed from it does not reach x's gradient.

@@ -497,7 +497,7 @@ class Frozen {
     core_->call(site);
     // Gradients do not cross the boundary yet (arguments with them are refused): what the body
     // made grad-enabled comes out detached on every call, as replays return it.
-    (detach_argument<A>(args), ...);
+    (detach_argument(args), ...);
     if constexpr (!std::is_void_v<R>) {
       detail::for_each_float_array(*site.result, [](auto& a) { a.set_ad_index(0); });
       return std::move(*site.result);
@@ -529,7 +529,7 @@ class Frozen {
   const FreezeOptions& options() const { return core_->options(); }
 
  private:
-  template <class A, class T>
+  template <class T>
   static void detach_argument(T& arg) {
     if constexpr (!std::is_const_v<T>)
       detail::for_each_float_array(arg, [](auto& a) { a.set_ad_index(0); });

@@ -65,6 +65,15 @@ class EvalList {
   std::vector<Handle> ids_;  // borrowed: the arrays outlive the list
 };
 
+/// The state vector of p's element type.
+template <class T>
+auto& of_type(std::vector<Array<float>>& f32, std::vector<Array<double>>& f64, const Array<T>&) {
+  if constexpr (std::is_same_v<T, float>)
+    return f32;
+  else
+    return f64;
+}
+
 /// Replaces p by `value` as a new grad-enabled leaf (its gradient starts at zero).
 template <class T>
 void become_leaf(Array<T>& p, Array<T> value) {
@@ -96,8 +105,8 @@ class Adam {
   void init(P& params) {
     detail::for_each_parameter(params, m32.size(), m64.size(), "Adam::init",
                                [&](auto& p, size_t k) {
-                                 detail::slot(state(m32, m64, p), k, p);
-                                 detail::slot(state(v32, v64, p), k, p);
+                                 detail::slot(detail::of_type(m32, m64, p), k, p);
+                                 detail::slot(detail::of_type(v32, v64, p), k, p);
                                });
   }
 
@@ -112,8 +121,8 @@ class Adam {
     detail::for_each_parameter(
         params, m32.size(), m64.size(), "Adam::step", [&](auto& p, size_t k) {
           using A = std::remove_cvref_t<decltype(p)>;
-          A& m = detail::slot(state(m32, m64, p), k, p);
-          A& v = detail::slot(state(v32, v64, p), k, p);
+          A& m = detail::slot(detail::of_type(m32, m64, p), k, p);
+          A& v = detail::slot(detail::of_type(v32, v64, p), k, p);
           if (!p.ad_index())
             return;
           A g = grad(p);
@@ -135,15 +144,6 @@ class Adam {
   Float64 t;   // steps taken, size 1
   std::vector<Float> m32, v32;
   std::vector<Float64> m64, v64;
-
- private:
-  template <class T>
-  static auto& state(std::vector<Float>& f32, std::vector<Float64>& f64, const Array<T>&) {
-    if constexpr (std::is_same_v<T, float>)
-      return f32;
-    else
-      return f64;
-  }
 };
 
 /// Stochastic gradient descent with momentum: v = momentum v + g; p -= lr v.
@@ -158,8 +158,9 @@ class SGD {
   template <class P>
   void init(P& params) {
     if (momentum != 0)
-      detail::for_each_parameter(params, v32.size(), v64.size(), "SGD::init",
-                                 [&](auto& p, size_t k) { detail::slot(velocity(p), k, p); });
+      detail::for_each_parameter(
+          params, v32.size(), v64.size(), "SGD::init",
+          [&](auto& p, size_t k) { detail::slot(detail::of_type(v32, v64, p), k, p); });
   }
 
   /// One step on every grad-enabled Float and Float64 array of `params`, as Adam::step.
@@ -168,16 +169,14 @@ class SGD {
     detail::EvalList updated;
     detail::for_each_parameter(params, v32.size(), v64.size(), "SGD::step", [&](auto& p, size_t k) {
       using A = std::remove_cvref_t<decltype(p)>;
-      if (momentum != 0)
-        detail::slot(velocity(p), k, p);
+      A* v = momentum != 0 ? &detail::slot(detail::of_type(v32, v64, p), k, p) : nullptr;
       if (!p.ad_index())
         return;
       A g = grad(p);
-      if (momentum != 0) {
-        A& v = velocity(p)[k];
-        v = fma(v, A(momentum), g);
-        g = v;
-        updated.add(v);
+      if (v) {
+        *v = fma(*v, A(momentum), g);
+        g = *v;
+        updated.add(*v);
       }
       detail::become_leaf(p, detach(p) - cast<A>(lr) * g);
       updated.add(p);
@@ -189,15 +188,6 @@ class SGD {
   Float64 lr;  // size 1
   std::vector<Float> v32;
   std::vector<Float64> v64;
-
- private:
-  template <class T>
-  auto& velocity(const Array<T>&) {
-    if constexpr (std::is_same_v<T, float>)
-      return v32;
-    else
-      return v64;
-  }
 };
 
 }  // namespace ff
