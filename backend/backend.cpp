@@ -3,8 +3,10 @@
 
 #include <atomic>
 #include <cstdio>
+#include <vector>
 
 #include "backend/command_list.h"
+#include "dist/mpi_world.h"
 #include "freezeframe/errors.h"
 
 namespace ff {
@@ -31,6 +33,24 @@ std::string Backend::address_of(const void* ptr) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%p", ptr);
   return buf;
+}
+
+size_t Backend::collective_count(const dist_impl::Collective& c) {
+  return dist_impl::exchange_count(c);
+}
+
+void Backend::collective(const dist_impl::Collective& c) {
+  // Device buffers reach MPI through host memory (a CUDA-aware MPI could take them directly).
+  size_t elem = size_of(c.type);
+  std::vector<unsigned char> in(c.count * elem), out(c.out_count * elem);
+  if (c.count)
+    copy(in.data(), c.in, c.count * elem, CopyKind::DeviceToHost);
+  dist_impl::Collective host = c;
+  host.in = in.data();
+  host.out = out.data();
+  dist_impl::run(host);
+  if (c.out_count)
+    copy(c.out, out.data(), c.out_count * elem, CopyKind::HostToDevice);
 }
 
 size_t Backend::submit(const CommandList& list) {

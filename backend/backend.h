@@ -22,6 +22,7 @@
 #include "backend/ir/kernel_ir.h"
 #include "backend/ir/size_expr.h"
 #include "backend/ir/types.h"
+#include "dist/collective.h"
 #include "freezeframe/reduce_op.h"
 
 namespace ff {
@@ -151,6 +152,15 @@ class Backend {
   /// Writes the indices (UInt32) of the true entries of the Bool array mask[0, count) to out
   /// (capacity count), in order, and returns how many (a sync point).
   virtual size_t compress(const void* mask, size_t count, void* out) = 0;
+
+  /// The collectives of ff::dist (dist/collective.h): the result count of `c` (exchanging
+  /// counts with the other ranks where the kind needs it), then the collective itself on this
+  /// backend's buffers c.in and c.out. Both run after the work queued before them. The
+  /// defaults stage through host memory with copy() and call dist/; a backend whose buffers
+  /// are host memory passes them to MPI directly. Throw ff::BackendError naming the
+  /// collective on an MPI error.
+  virtual size_t collective_count(const dist_impl::Collective& c);
+  virtual void collective(const dist_impl::Collective& c);
 
   /// Waits until all queued work has finished.
   virtual void sync() = 0;

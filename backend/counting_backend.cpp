@@ -22,6 +22,7 @@ CallCounts CountingBackend::counts() const {
   c.reduce = n_.reduce;
   c.prefix_sum = n_.prefix_sum;
   c.compress = n_.compress;
+  c.collective = n_.collective;
   c.sync = n_.sync;
   c.guard = n_.guard;
   return c;
@@ -29,7 +30,7 @@ CallCounts CountingBackend::counts() const {
 
 void CountingBackend::reset_counts() {
   for (auto* c : {&n_.alloc, &n_.release, &n_.copy, &n_.fill, &n_.compile, &n_.launch, &n_.reduce,
-                  &n_.prefix_sum, &n_.compress, &n_.sync, &n_.guard})
+                  &n_.prefix_sum, &n_.compress, &n_.collective, &n_.sync, &n_.guard})
     c->store(0);
 }
 
@@ -107,6 +108,11 @@ size_t CountingBackend::submit(const CommandList& list) {
 size_t CountingBackend::compress(const void* mask, size_t count, void* out) {
   bump(n_.compress);
   return ForwardingBackend::compress(mask, count, out);
+}
+
+void CountingBackend::collective(const dist_impl::Collective& c) {
+  bump(n_.collective);
+  ForwardingBackend::collective(c);
 }
 
 void CountingBackend::sync() {

@@ -11,7 +11,7 @@ namespace ff {
 
 struct CallCounts {
   uint64_t alloc = 0, release = 0, copy = 0, fill = 0, compile = 0, launch = 0, reduce = 0,
-           prefix_sum = 0, compress = 0, sync = 0, guard = 0;
+           prefix_sum = 0, compress = 0, collective = 0, sync = 0, guard = 0;
 };
 
 class CountingBackend final : public ForwardingBackend {
@@ -33,6 +33,7 @@ class CountingBackend final : public ForwardingBackend {
   void prefix_sum(ScalarType type, bool exclusive, const void* in, size_t count,
                   void* out) override;
   size_t compress(const void* mask, size_t count, void* out) override;
+  void collective(const dist_impl::Collective& c) override;
   void sync() override;
   void guard(const SizeGuard& guard, bool outcome) override;
 
@@ -43,7 +44,7 @@ class CountingBackend final : public ForwardingBackend {
  private:
   struct Atomic {
     std::atomic<uint64_t> alloc{0}, release{0}, copy{0}, fill{0}, compile{0}, launch{0}, reduce{0},
-        prefix_sum{0}, compress{0}, sync{0}, guard{0};
+        prefix_sum{0}, compress{0}, collective{0}, sync{0}, guard{0};
   } n_;
 };
 

@@ -66,6 +66,12 @@ class ForwardingBackend : public Backend {
     return inner_->compress(mask, count, out);
   }
 
+  size_t collective_count(const dist_impl::Collective& c) override {
+    return inner_->collective_count(c);
+  }
+
+  void collective(const dist_impl::Collective& c) override { inner_->collective(c); }
+
   void sync() override { inner_->sync(); }
 
   void stop_background_work() noexcept override { inner_->stop_background_work(); }

@@ -45,6 +45,7 @@ FF_DEFINE_LOGGER(backend, "ff.backend")
 FF_DEFINE_LOGGER(record, "ff.record")
 FF_DEFINE_LOGGER(replay, "ff.replay")
 FF_DEFINE_LOGGER(format, "ff.format")
+FF_DEFINE_LOGGER(dist, "ff.dist")
 FF_DEFINE_LOGGER(assertions, "ff.assert")
 #undef FF_DEFINE_LOGGER
 
@@ -56,6 +57,7 @@ static void touch_all() {
   record();
   replay();
   format();
+  dist();
   assertions();
 }
 

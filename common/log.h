@@ -14,6 +14,8 @@ spdlog::logger& backend();
 spdlog::logger& record();
 spdlog::logger& replay();
 spdlog::logger& format();
+/// ff.dist: MPI start-up and collectives (dist/).
+spdlog::logger& dist();
 /// ff.assert: failed FF_ASSERT checks (common/assert.h).
 spdlog::logger& assertions();
 

@@ -526,13 +526,18 @@ rec::ValidatedRecording Reader::recording(uint32_t r) {
       fail(where(), "op code " + std::to_string(it.code) + " is unknown");
     auto code = static_cast<rec::OpCode>(it.code);
     check_type(it.type, where, "element type");
-    uint8_t max_sub = code == rec::OpCode::Copy ? 2 : code == rec::OpCode::Reduce ? 5 : 0;
+    uint8_t max_sub = code == rec::OpCode::Copy         ? 2
+                      : code == rec::OpCode::Reduce     ? 5
+                      : code == rec::OpCode::Collective ? 3
+                                                        : 0;
     if (it.sub > max_sub)
-      fail(where(), std::string(code == rec::OpCode::Copy     ? "copy kind "
-                                : code == rec::OpCode::Reduce ? "reduction "
-                                                              : "sub-code ") +
+      fail(where(), std::string(code == rec::OpCode::Copy         ? "copy kind "
+                                : code == rec::OpCode::Reduce     ? "reduction "
+                                : code == rec::OpCode::Collective ? "collective kind "
+                                                                  : "sub-code ") +
                         std::to_string(it.sub) + " is out of range for " + rec::to_string(code));
-    if (it.flag > (code == rec::OpCode::PrefixSum ? 1 : 0))
+    uint8_t max_flag = code == rec::OpCode::PrefixSum ? 1 : code == rec::OpCode::Collective ? 5 : 0;
+    if (it.flag > max_flag)
       fail(where(),
            "flag " + std::to_string(it.flag) + " is out of range for " + rec::to_string(code));
     check_zero(&it.reserved, sizeof it.reserved, where, "reserved field");

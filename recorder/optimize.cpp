@@ -124,7 +124,7 @@ void for_expr_refs(RecordingData& d, F&& f) {
 void canonicalize_sizes(RecordingData& d) {
   std::vector<uint8_t> resized(d.slots.size(), 0);
   for (const Op& op : d.ops)
-    if (op.code == OpCode::Compress)
+    if (op.code == OpCode::Compress || op.code == OpCode::Collective)
       resized[op.dst] = 1;
   size_t n = d.exprs.size();
   std::vector<uint32_t> canon(n);
@@ -456,7 +456,8 @@ Drafts remove_dead(const RecordingData& d, Drafts ops, const std::vector<uint8_t
         if (keep[i])
           needed[op.src] = 1;
         break;
-      case OpCode::Compress:  // its count is a size: always kept
+      case OpCode::Compress:    // its count is a size: always kept
+      case OpCode::Collective:  // the other ranks wait for it: always kept
         needed[op.src] = 1;
         break;
     }
@@ -516,7 +517,7 @@ Drafts tighten_lifetimes(const RecordingData& d, Drafts ops, const std::vector<u
   std::vector<size_t> barrier_after(ops.size());
   for (size_t i = ops.size(); i-- > 0;) {
     barrier_after[i] = next_barrier;
-    if (ops[i].op.code == OpCode::Compress)
+    if (ops[i].op.code == OpCode::Compress || ops[i].op.code == OpCode::Collective)
       next_barrier = i;
   }
   for (size_t s = 0; s < n_slots; ++s) {

@@ -23,10 +23,21 @@ const char* to_string(SlotOrigin o) {
 }
 
 const char* to_string(OpCode c) {
-  static const char* const names[kNumOpCodes] = {
-      "alloc", "release", "copy", "fill", "launch", "reduce", "prefix_sum", "compress", "sync"};
+  static const char* const names[kNumOpCodes] = {"alloc",  "release",   "copy",       "fill",
+                                                 "launch", "reduce",    "prefix_sum", "compress",
+                                                 "sync",   "collective"};
   auto i = static_cast<unsigned>(c);
   return i < kNumOpCodes ? names[i] : "invalid-op";
+}
+
+uint64_t CollectivePeers::pack() const {
+  auto field = [](int r) { return static_cast<uint64_t>(r + 1) & 0x1FFFFF; };
+  return field(peer) | field(source) << 21 | field(rank) << 42;
+}
+
+CollectivePeers CollectivePeers::unpack(uint64_t v) {
+  auto field = [&](int shift) { return static_cast<int>((v >> shift) & 0x1FFFFF) - 1; };
+  return {field(0), field(21), field(42)};
 }
 
 void launch_uses(const KernelIR& kernel, std::span<const LaunchArg> args,
@@ -60,6 +71,7 @@ void op_uses(const RecordingData& d, const Op& op, std::vector<SlotUse>& out) {
     case OpCode::Reduce:
     case OpCode::PrefixSum:
     case OpCode::Compress:
+    case OpCode::Collective:
       out.push_back({op.src, true, false});
       out.push_back({op.dst, false, true});
       break;
@@ -332,6 +344,9 @@ class RecordingValidator {
         // The count it leaves in the destination is that slot's size: uint32 indices only.
         check_slot_types(where, op, ScalarType::Bool, ScalarType::UInt32);
         break;
+      case OpCode::Collective:
+        check_collective(where, op);
+        break;
       case OpCode::Sync:
         break;
     }
@@ -352,6 +367,47 @@ class RecordingValidator {
       if (d_.args[a].is_buffer != (ir.params[a - op.arg_begin].kind != ParamKind::Scalar))
         fail(where, " argument " + std::to_string(a - op.arg_begin) +
                         " does not match its parameter's kind");
+  }
+
+  void check_collective(const Item& where, const Op& op) const {
+    if (op.sub > static_cast<uint8_t>(CollectiveKind::SendRecv))
+      fail(where, " has an invalid collective kind " + std::to_string(op.sub));
+    auto kind = static_cast<CollectiveKind>(op.sub);
+    if (!is_valid(op.type))
+      fail(where, " has an invalid element type");
+    if (kind == CollectiveKind::AllReduce &&
+        (op.flag > static_cast<uint8_t>(ReduceOp::Or) ||
+         !reduce_defined(static_cast<ReduceOp>(op.flag), op.type)))
+      fail(where, " reduces " + std::string(to_string(op.type)) + " elements with reduction " +
+                      std::to_string(op.flag) + ", which is not defined for them");
+    if (kind != CollectiveKind::AllReduce && op.flag != 0)
+      fail(where, " has a reduction but is no all_reduce");
+    check_slot_types(where, op, op.type, op.type);
+    // The op sets the destination's size and may replace its buffer: a whole slot of its own.
+    if (op.dst_offset != 0 || d_.slots[op.dst].origin != SlotOrigin::Alloc)
+      fail(where, " writes its result into part of a slot or into an input");
+    if (op.elem_size < 1 || op.elem_size > CollectivePeers::kMaxRank + 1)
+      fail(where, " was recorded with " + std::to_string(op.elem_size) + " ranks");
+    CollectivePeers p = CollectivePeers::unpack(op.value);
+    for (const Op& first : d_.ops)
+      if (first.code == OpCode::Collective) {
+        if (first.elem_size != op.elem_size || CollectivePeers::unpack(first.value).rank != p.rank)
+          fail(where,
+               " was recorded on another rank or rank count than the recording's first "
+               "collective");
+        break;
+      }
+    auto n = static_cast<int>(op.elem_size);
+    auto in_range = [&](int r, bool none_ok) { return (none_ok && r == -1) || (r >= 0 && r < n); };
+    bool ok = in_range(p.rank, false);
+    if (kind == CollectiveKind::Broadcast)
+      ok = ok && in_range(p.peer, false) && p.source == -1;
+    else if (kind == CollectiveKind::SendRecv)
+      ok = ok && in_range(p.peer, true) && in_range(p.source, true);
+    else
+      ok = ok && p.peer == -1 && p.source == -1;
+    if (!ok || (op.value >> 63) != 0)
+      fail(where, " names ranks outside the " + std::to_string(n) + " it was recorded with");
   }
 
   /// Reduce, PrefixSum, Compress: the element types of the source and destination slots.

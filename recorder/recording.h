@@ -17,6 +17,7 @@
 namespace ff::rec {
 
 inline constexpr uint32_t kNone = 0xFFFFFFFFu;
+using detail::CollectiveKind;
 
 /// Where a slot (one buffer lifetime) comes from. Persisted: never renumber.
 enum class SlotOrigin : uint8_t {
@@ -56,9 +57,27 @@ enum class OpCode : uint8_t {
   PrefixSum = 6,  // src slot, dst slot, size (count), type, flag = exclusive
   Compress = 7,   // src (mask) slot, dst slot, size (count of mask)
   Sync = 8,
+  Collective = 9,  // since format 1.6: an ff::dist collective. sub = CollectiveKind, flag =
+                   // ReduceOp (AllReduce), type; src slot+offset, size (count of this rank's
+                   // part); dst: a whole slot whose size the op sets (a buffer too small for the
+                   // result is replaced first); value = CollectivePeers; elem_size = the number
+                   // of ranks it was recorded with (a replay needs as many)
 };
-inline constexpr int kNumOpCodes = 9;
+inline constexpr int kNumOpCodes = 10;
 const char* to_string(OpCode c);
+
+/// A Collective's peers and the rank that recorded it, packed into Op::value: 21 bits each
+/// (ranks below 2^21 - 1), every field stored plus one so that "none" (-1) is 0. Peers are
+/// absolute ranks: a sendrecv replays only on the rank that recorded it.
+struct CollectivePeers {
+  int peer = -1;    // Broadcast: the root; SendRecv: the destination
+  int source = -1;  // SendRecv
+  int rank = -1;    // the rank that recorded the op
+
+  static constexpr int kMaxRank = (1 << 21) - 2;
+  uint64_t pack() const;
+  static CollectivePeers unpack(uint64_t v);
+};
 
 /// One operation; which fields matter depends on `code` (see OpCode).
 struct Op {

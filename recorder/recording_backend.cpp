@@ -600,6 +600,69 @@ size_t RecordingBackend::compress(const void* mask, size_t count, void* out) {
   return n;
 }
 
+// The count exchange is part of the Collective op at replay (the replayer asks the backend for
+// the count again), so collective_count records nothing. Only session captures refuse
+// collectives: their replay would have no other ranks to talk to.
+size_t RecordingBackend::collective_count(const dist_impl::Collective& c) {
+  if (active())
+    for_each_scope([&](Scope& s) {
+      if (s.capture)
+        s.fail(std::string("a session capture cannot hold ff::dist::") +
+               dist_impl::to_string(c.kind));
+    });
+  return inner().collective_count(c);
+}
+
+void RecordingBackend::collective(const dist_impl::Collective& c) {
+  if (!active())
+    return inner().collective(c);
+  const char* what = dist_impl::to_string(c.kind);
+  size_t elem = size_of(c.type);
+  for_each_scope([&](Scope& s) {
+    if (s.capture)
+      return;
+    check_whole_array_op(s, what, c.in, c.out);
+    auto d = s.slots.find(c.out);
+    if (d->offset != 0 || s.data.slots[d->live->slot].origin != SlotOrigin::Alloc)
+      throw Refusal(std::string("ff::dist::") + what +
+                    " writes into part of an array or into an input (a recorder bug)");
+  });
+  forward(what, [&] { inner().collective(c); });
+  for_each_scope([&](Scope& s) {
+    if (s.capture)
+      return;
+    auto h = s.resolve(c.in, c.type, c.count * elem);
+    auto d = s.resolve(c.out, c.type, c.out_count * elem);
+    Op op;
+    op.code = OpCode::Collective;
+    op.sub = static_cast<uint8_t>(c.kind);
+    op.flag = c.kind == CollectiveKind::AllReduce ? static_cast<uint8_t>(c.op) : 0;
+    op.type = c.type;
+    op.src = h->live->slot;
+    op.src_offset = h->offset;
+    op.dst = d->live->slot;
+    op.size_expr = s.whole_or_const(*h, c.count);
+    CollectivePeers peers;
+    peers.rank = c.rank;
+    if (c.kind == CollectiveKind::Broadcast)
+      peers.peer = c.root;
+    if (c.kind == CollectiveKind::SendRecv) {
+      peers.peer = c.dest;
+      peers.source = c.source;
+    }
+    op.value = peers.pack();
+    op.elem_size = static_cast<uint32_t>(c.ranks);
+    s.push(op);
+    s.access(op.src, false);
+    s.access(op.dst, true);
+    s.close_accesses();
+    // From here on the slot's logical size is the result's count, known only at replay.
+    d->live->written = true;
+    d->live->cur_size = c.out_count;
+    s.data.slots[op.dst].recorded_size = c.out_count;
+  });
+}
+
 void RecordingBackend::sync() {
   inner().sync();
   if (!active())

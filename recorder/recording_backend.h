@@ -72,6 +72,8 @@ class RecordingBackend final : public ForwardingBackend {
   void prefix_sum(ScalarType type, bool exclusive, const void* in, size_t count,
                   void* out) override;
   size_t compress(const void* mask, size_t count, void* out) override;
+  size_t collective_count(const dist_impl::Collective& c) override;
+  void collective(const dist_impl::Collective& c) override;
   void sync() override;
 
   std::string describe_buffer(const void* ptr) const override;

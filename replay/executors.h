@@ -17,7 +17,8 @@
 //   kReusesBuffers   an alloc may take over the buffer of a slot that ends there (the
 //                    optimiser's reuse-buffers); else the backend sees a release and an alloc
 //   begin_op(i), end_op(i, slot sizes)          op boundaries (observers)
-//   alloc, release, copy, fill, launch, reduce, prefix_sum, compress, sync, guard: the op
+//   alloc, release, copy, fill, launch, reduce, prefix_sum, compress, collective_count,
+//   collective, sync, guard: the op
 //   finish()         hands over work still held (the end of a replay)
 //   abandon()        drops work still held after an error; buffers it was to release go back
 #pragma once
@@ -72,6 +73,10 @@ class OpByOp {
   uint64_t compress(const void* mask, uint64_t n, void* out) {
     return backend_.compress(mask, n, out);
   }
+
+  uint64_t collective_count(const dist_impl::Collective& c) { return backend_.collective_count(c); }
+
+  void collective(const dist_impl::Collective& c) { backend_.collective(c); }
 
   void sync() { backend_.sync(); }
 
@@ -166,6 +171,17 @@ class Batching {
     c.size = n;
     c.dst = out;
     return flush();
+  }
+
+  /// A collective talks to other processes from the host: the work before it runs first.
+  uint64_t collective_count(const dist_impl::Collective& c) {
+    flush();
+    return backend_.collective_count(c);
+  }
+
+  void collective(const dist_impl::Collective& c) {
+    flush();
+    backend_.collective(c);
   }
 
   void sync() {

@@ -138,6 +138,11 @@ ReplayPlan::ReplayPlan(rec::ValidatedRecording data, Backend& backend)
       p.bound_end = static_cast<uint32_t>(bound_checks.size());
       max_args = std::max(max_args, p.n_args);
     }
+    if (op.code == rec::OpCode::Collective) {
+      dist_ranks = op.elem_size;  // validation: the same in every collective of a recording
+      if (static_cast<rec::CollectiveKind>(op.sub) == rec::CollectiveKind::SendRecv)
+        dist_rank = rec::CollectivePeers::unpack(op.value).rank;
+    }
     p.guard_begin = static_cast<uint32_t>(guard_order.size());
     guard_order.insert(guard_order.end(), after[i].begin(), after[i].end());
     p.guard_end = static_cast<uint32_t>(guard_order.size());

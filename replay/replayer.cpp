@@ -12,6 +12,7 @@
 #include <string>
 
 #include "backend/command_list.h"
+#include "dist/mpi_world.h"
 #include "freezeframe/errors.h"
 #include "recorder/size_eval.h"
 #include "replay/executors.h"
@@ -50,7 +51,14 @@ class Replay {
     s_.args.resize(plan.max_args);
   }
 
+  /// True once this replay has issued a collective: from then on the other ranks wait for this
+  /// one's next collective, so an error may not leave it alone (replay_with()).
+  bool issued_collective() const { return issued_collective_; }
+
+  void set_check_collective_sizes(bool on) { check_collective_sizes_ = on; }
+
   std::vector<ReplayOutput> run(std::span<const ReplayInput> inputs) {
+    check_ranks();
     bind_inputs(inputs);
     check_guards(0, plan_.n_early_guards);
     copy_written_inputs(inputs);
@@ -76,6 +84,7 @@ class Replay {
   }
 
  private:
+  void check_ranks() const;
   void bind_inputs(std::span<const ReplayInput> inputs);
   void copy_written_inputs(std::span<const ReplayInput> inputs);
   std::vector<ReplayOutput> hand_over_outputs();
@@ -115,6 +124,9 @@ class Replay {
       case OpCode::PrefixSum:
       case OpCode::Compress:
         scan(i, p, op);
+        break;
+      case OpCode::Collective:
+        collective(i, p, op);
         break;
       case OpCode::Sync:
         exec_.sync();
@@ -183,6 +195,38 @@ class Replay {
       exec_.prefix_sum(op.type, op.flag != 0, in, n, out);
     else
       s_.size[op.dst] = exec_.compress(in, n, out);  // data-dependent, read at replay
+  }
+
+  /// An ff::dist collective: the result's count comes from the other ranks (all_gather,
+  /// broadcast, sendrecv), and a destination buffer too small for it is replaced.
+  void collective(size_t i, const PlannedOp& p, const rec::Op& op) {
+    uint64_t n = eval(p.size, "collective");
+    size_t elem = size_of(op.type);
+    rec::CollectivePeers peers = rec::CollectivePeers::unpack(op.value);
+    dist_impl::Collective c;
+    c.kind = static_cast<rec::CollectiveKind>(op.sub);
+    c.type = op.type;
+    c.op = static_cast<ReduceOp>(op.flag);
+    c.root = peers.peer;
+    c.dest = peers.peer;
+    c.source = peers.source;
+    c.rank = peers.rank;
+    c.ranks = static_cast<int>(op.elem_size);
+    c.check_sizes = check_collective_sizes_;
+    c.in = access(op.src, op.src_offset, bytes_of(n, elem, i), i);
+    c.count = n;
+    issued_collective_ = true;
+    c.out_count = exec_.collective_count(c);
+    uint64_t bytes = bytes_of(c.out_count, elem, i);
+    if (bytes > s_.capacity[op.dst]) {
+      release_slot(op.dst);
+      s_.ptr[op.dst] = exec_.alloc(op.type, c.out_count, {});
+      s_.capacity[op.dst] = bytes;
+      s_.live[op.dst] = 1;
+    }
+    c.out = s_.ptr[op.dst];
+    exec_.collective(c);
+    s_.size[op.dst] = c.out_count;
   }
 
   void launch(size_t i, const PlannedOp& p, const rec::Op& op);
@@ -263,7 +307,35 @@ class Replay {
   Exec exec_;
   Scratch& s_;
   std::vector<void*> input_copies_;
+  bool issued_collective_ = false;
+  bool check_collective_sizes_ = false;
 };
+
+/// A recording with collectives replays only with the rank count it was recorded with (and a
+/// sendrecv only on its rank): checked before any op, so a rank that cannot replay fails
+/// before the others wait for it (a frozen function then records anew, issuing the same
+/// collectives in the same order).
+template <class Exec>
+void Replay<Exec>::check_ranks() const {
+  if (plan_.dist_ranks == 0)
+    return;
+  std::string recorded = std::to_string(plan_.dist_ranks);
+  if (!dist_impl::initialized())
+    throw GuardError("the recording runs collectives over " + recorded +
+                     " ranks, and ff::dist is not initialised in this process (call "
+                     "ff::dist::init and run under mpirun -np " +
+                     recorded + ")");
+  int ranks = dist_impl::size();
+  if (static_cast<uint32_t>(ranks) != plan_.dist_ranks)
+    throw GuardError("the recording runs collectives over " + recorded + " ranks, this run has " +
+                     std::to_string(ranks) + ": record it anew");
+  if (plan_.dist_rank >= 0 && plan_.dist_rank != dist_impl::rank())
+    throw GuardError("the recording's sendrecv was recorded on rank " +
+                     std::to_string(plan_.dist_rank) +
+                     " (its peers are absolute ranks) and "
+                     "cannot replay on rank " +
+                     std::to_string(dist_impl::rank()) + ": record it anew");
+}
 
 template <class Exec>
 void Replay<Exec>::bind_inputs(std::span<const ReplayInput> inputs) {
@@ -406,10 +478,18 @@ void Replay<Exec>::launch(size_t i, const PlannedOp& p, const rec::Op& op) {
 
 template <class Exec>
 std::vector<ReplayOutput> replay_with(const ReplayPlan& plan, Backend& backend, Exec exec,
-                                      std::span<const ReplayInput> inputs) {
+                                      std::span<const ReplayInput> inputs,
+                                      bool check_collective_sizes) {
   Replay<Exec> r(plan, backend, exec, t_scratch);
+  r.set_check_collective_sizes(check_collective_sizes);
   try {
     return r.run(inputs);
+  } catch (const std::exception& e) {
+    r.cleanup();
+    if (r.issued_collective())
+      dist_impl::abort_all("a replay failed after its first collective (" + std::string(e.what()) +
+                           "); the other ranks would wait for this one forever");
+    throw;
   } catch (...) {
     r.cleanup();
     throw;
@@ -425,15 +505,18 @@ std::vector<ReplayOutput> run(const ReplayPlan& plan, Backend& backend,
   if (options.provenance)
     return options.observer
                ? replay_with(plan, backend, Observed<Nested>(Nested(backend), *options.observer),
-                             inputs)
-               : replay_with(plan, backend, Nested(backend), inputs);
+                             inputs, options.check_collective_sizes)
+               : replay_with(plan, backend, Nested(backend), inputs,
+                             options.check_collective_sizes);
   if (options.observer)
-    return replay_with(plan, backend, Observed<Direct>(Direct(backend), *options.observer), inputs);
+    return replay_with(plan, backend, Observed<Direct>(Direct(backend), *options.observer), inputs,
+                       options.check_collective_sizes);
   if (backend.prefers_command_lists()) {
     auto plan_id = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(&plan));
-    return replay_with(plan, backend, Batching(backend, t_scratch.list, plan_id), inputs);
+    return replay_with(plan, backend, Batching(backend, t_scratch.list, plan_id), inputs,
+                       options.check_collective_sizes);
   }
-  return replay_with(plan, backend, Direct(backend), inputs);
+  return replay_with(plan, backend, Direct(backend), inputs, options.check_collective_sizes);
 }
 
 }  // namespace ff::replay

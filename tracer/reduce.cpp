@@ -1,4 +1,7 @@
-// Whole-array operations that the backend implements natively: reductions, scans, compress.
+// Whole-array operations that the backend implements natively: reductions, scans, compress,
+// and the collectives of ff::dist.
+#include "dist/collective.h"
+#include "dist/mpi_world.h"
 #include "freezeframe/errors.h"
 #include "tracer/variable.h"
 
@@ -74,7 +77,48 @@ VarId compress_local(VarId mask) {
   return var_from_buffer(std::move(out));
 }
 
+VarId collective_local(CollectiveKind kind, ReduceOp op, int peer, int source, VarId a) {
+  ScalarType t = state()[a].type;
+  if (kind == CollectiveKind::AllReduce) {
+    if (t == ScalarType::Bool && (op == ReduceOp::Add || op == ReduceOp::Mul))
+      throw Error(std::string("ff::dist::all_reduce: ") + to_string(op) +
+                  " of a bool array: cast it to an integer type first");
+    if (is_float(t) && (op == ReduceOp::And || op == ReduceOp::Or))
+      throw Error(std::string("ff::dist::all_reduce: ") + to_string(op) + " of a " + to_string(t) +
+                  " array: and/or are for integer and bool arrays");
+    if (static_cast<uint8_t>(op) > static_cast<uint8_t>(ReduceOp::Or))
+      throw Error("ff::dist::all_reduce: invalid ReduceOp");
+  }
+  std::shared_ptr<Buffer> in = input_buffer(a);
+  Backend& backend = in->device->backend();
+  dist_impl::Collective c;
+  c.kind = kind;
+  c.type = t;
+  c.op = op;
+  c.root = peer;
+  c.dest = peer;
+  c.source = source;
+  c.check_sizes = debug_checks();
+  c.in = in->ptr;
+  c.count = in->size;
+  c.out_count = backend.collective_count(c);  // raises first where ff::dist is not initialised
+  c.rank = dist_impl::rank();
+  c.ranks = dist_impl::size();
+  // An all_reduce keeps its input's size; the other kinds' sizes come from other ranks.
+  auto out = alloc_buffer(t, c.out_count,
+                          kind == CollectiveKind::AllReduce ? width_expr(a).get() : nullptr);
+  c.out = out->ptr;
+  backend.collective(c);
+  return var_from_buffer(std::move(out));
+}
+
 }  // namespace
+
+Handle var_collective(CollectiveKind kind, ReduceOp op, int peer, int source, Handle a) {
+  Operands o{a};
+  Window w;
+  return state().handle(collective_local(kind, op, peer, source, o[0]));
+}
 
 Handle var_reduce(Reduction op, Handle a) {
   Operands o{a};

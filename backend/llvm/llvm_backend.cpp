@@ -18,6 +18,7 @@
 #include "backend/llvm/llvm_tuning.h"
 #include "backend/llvm/thread_pool.h"
 #include "common/log.h"
+#include "dist/mpi_world.h"
 #include "freezeframe/errors.h"
 
 namespace ff {
@@ -143,6 +144,15 @@ class LlvmBackend final : public Backend {
     bump(host_reads_);  // the count comes back to the host
     return host_compress(pool_, static_cast<const uint8_t*>(mask), count,
                          static_cast<uint32_t*>(out));
+  }
+
+  /// Host memory: MPI reads and writes the buffers themselves (launches have finished).
+  void collective(const dist_impl::Collective& c) override {
+    if ((c.count && !c.in) || (c.out_count && !c.out))
+      throw BackendError(std::string("llvm backend: ") + dist_impl::to_string(c.kind) +
+                         " with a null pointer");
+    bump(reductions_);
+    dist_impl::run(c);
   }
 
   void sync() override {}

@@ -5,6 +5,7 @@
 #include "freezeframe/autodiff.h"
 #include "freezeframe/block_reduce.h"
 #include "freezeframe/control_flow.h"
+#include "freezeframe/dist.h"
 #include "freezeframe/errors.h"
 #include "freezeframe/freeze.h"
 #include "freezeframe/init.h"

@@ -113,6 +113,20 @@ std::string op_detail(const rec::RecordingData& d, const rec::Op& op, bool by_ha
       return std::string(op.flag ? "exclusive " : "inclusive ") + to_string(op.type);
     case rec::OpCode::Compress:
       return "";
+    case rec::OpCode::Collective: {
+      auto kind = static_cast<rec::CollectiveKind>(op.sub);
+      rec::CollectivePeers p = rec::CollectivePeers::unpack(op.value);
+      std::string s = std::string(to_string(kind)) + " " + to_string(op.type);
+      if (kind == rec::CollectiveKind::AllReduce)
+        s += std::string(" ") + to_string(static_cast<ReduceOp>(op.flag));
+      if (kind == rec::CollectiveKind::Broadcast)
+        s += " root " + std::to_string(p.peer);
+      auto peer = [](int r) { return r < 0 ? std::string("none") : std::to_string(r); };
+      if (kind == rec::CollectiveKind::SendRecv)
+        s += " to " + peer(p.peer) + " from " + peer(p.source);
+      return s + " -> s" + std::to_string(op.dst) + " (rank " + std::to_string(p.rank) + " of " +
+             std::to_string(op.elem_size) + ")";
+    }
   }
   return "";
 }

@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 
+#include "freezeframe/detail/collective_kind.h"
 #include "freezeframe/reduce_op.h"
 #include "freezeframe/scalar_type.h"
 #include "freezeframe/size.h"
@@ -97,6 +98,9 @@ Handle var_reduce(Reduction op, Handle a);
 Handle var_mean(Handle a);
 Handle var_prefix_sum(Handle a, bool exclusive);
 Handle var_compress(Handle mask);
+/// Runs a collective of ff::dist on `a` (evaluated first) and returns its result: `op` for
+/// AllReduce, `peer` the root of a Broadcast or the dest of a SendRecv, `source` its source.
+Handle var_collective(CollectiveKind kind, ReduceOp op, int peer, int source, Handle a);
 
 void var_eval(std::span<const Handle> vars);
 void var_make_opaque(std::span<const Handle> vars);

@@ -1,0 +1,21 @@
+// Names of ff::dist's collectives (include/freezeframe/detail/collective_kind.h), here so that
+// the recording tools have them without linking MPI.
+#include "freezeframe/detail/collective_kind.h"
+
+namespace ff::detail {
+
+const char* to_string(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::AllReduce:
+      return "all_reduce";
+    case CollectiveKind::AllGather:
+      return "all_gather";
+    case CollectiveKind::Broadcast:
+      return "broadcast";
+    case CollectiveKind::SendRecv:
+      return "sendrecv";
+  }
+  return "invalid-collective";
+}
+
+}  // namespace ff::detail

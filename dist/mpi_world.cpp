@@ -1,0 +1,369 @@
+// ff::dist's MPI calls: initialisation, the communicator, and the four collectives on host
+// memory. Reductions use freezeframe's own combining rules (user-defined MPI ops) so that an
+// all_reduce agrees with ff::sum and scatter_reduce: integer Add and Mul wrap, float Min and Max
+// ignore a NaN where another value exists.
+#include "dist/mpi_world.h"
+
+#include <mpi.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <type_traits>
+
+#include "common/log.h"
+#include "freezeframe/errors.h"
+
+namespace ff::dist_impl {
+namespace {
+
+struct World {
+  std::mutex mutex;  // guards the fields below (not the collectives themselves)
+  bool initialized = false;
+  bool we_started_mpi = false;
+  int thread_level = MPI_THREAD_SINGLE;
+  std::thread::id init_thread;
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rank = 0, size = 1;
+  MPI_Op ops[6] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
+};
+
+World& world() {
+  static World w;
+  return w;
+}
+
+std::string mpi_message(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(code, text, &len) != MPI_SUCCESS)
+    return "MPI error " + std::to_string(code);
+  return std::string(text, static_cast<size_t>(len));
+}
+
+void check(int code, const std::string& what) {
+  if (code != MPI_SUCCESS)
+    throw BackendError("ff::dist: " + what + " failed: " + mpi_message(code));
+}
+
+/// The communicator, after checking that this thread may use it.
+MPI_Comm comm_for(const char* what) {
+  World& w = world();
+  std::lock_guard lock(w.mutex);
+  if (!w.initialized)
+    throw Error(std::string("ff::dist::") + what + ": ff::dist::init() has not been called");
+  if (w.thread_level < MPI_THREAD_MULTIPLE && std::this_thread::get_id() != w.init_thread)
+    throw Error(std::string("ff::dist::") + what +
+                ": called from a second thread, but MPI was initialised by the program below "
+                "MPI_THREAD_MULTIPLE (initialise it with MPI_THREAD_MULTIPLE, or call from the "
+                "thread that called ff::dist::init)");
+  return w.comm;
+}
+
+MPI_Datatype datatype(ScalarType t) {
+  switch (t) {
+    case ScalarType::Bool:
+      return MPI_UINT8_T;
+    case ScalarType::Int32:
+      return MPI_INT32_T;
+    case ScalarType::UInt32:
+      return MPI_UINT32_T;
+    case ScalarType::Int64:
+      return MPI_INT64_T;
+    case ScalarType::UInt64:
+      return MPI_UINT64_T;
+    case ScalarType::Float32:
+      return MPI_FLOAT;
+    case ScalarType::Float64:
+      return MPI_DOUBLE;
+  }
+  throw Error("ff::dist: invalid element type");
+}
+
+template <class T>
+T combine(ReduceOp op, T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    switch (op) {
+      case ReduceOp::Add:
+        return a + b;
+      case ReduceOp::Mul:
+        return a * b;
+      case ReduceOp::Min:
+        return std::isnan(a) ? b : std::isnan(b) ? a : (b < a ? b : a);
+      case ReduceOp::Max:
+        return std::isnan(a) ? b : std::isnan(b) ? a : (b > a ? b : a);
+      default:
+        return a;  // And/Or on floats are refused before they get here
+    }
+  } else {
+    using U = std::make_unsigned_t<T>;
+    switch (op) {
+      case ReduceOp::Add:
+        return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+      case ReduceOp::Mul:
+        return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+      case ReduceOp::Min:
+        return b < a ? b : a;
+      case ReduceOp::Max:
+        return b > a ? b : a;
+      case ReduceOp::And:
+        return static_cast<T>(a & b);
+      case ReduceOp::Or:
+        return static_cast<T>(a | b);
+    }
+    return a;
+  }
+}
+
+template <class T>
+void combine_all(ReduceOp op, const void* in, void* inout, int len) {
+  const T* a = static_cast<const T*>(in);
+  T* b = static_cast<T*>(inout);
+  for (int i = 0; i < len; ++i)
+    b[i] = combine<T>(op, a[i], b[i]);
+}
+
+/// An MPI user function for ReduceOp R: the element type comes from the datatype. MPI passes
+/// (in, inout) with inout = in op inout, so operands are combined in rank order.
+template <ReduceOp R>
+void user_op(void* in, void* inout, int* len, MPI_Datatype* dt) {
+  MPI_Datatype t = *dt;
+  if (t == MPI_UINT8_T)
+    combine_all<uint8_t>(R, in, inout, *len);
+  else if (t == MPI_INT32_T)
+    combine_all<int32_t>(R, in, inout, *len);
+  else if (t == MPI_UINT32_T)
+    combine_all<uint32_t>(R, in, inout, *len);
+  else if (t == MPI_INT64_T)
+    combine_all<int64_t>(R, in, inout, *len);
+  else if (t == MPI_UINT64_T)
+    combine_all<uint64_t>(R, in, inout, *len);
+  else if (t == MPI_FLOAT)
+    combine_all<float>(R, in, inout, *len);
+  else if (t == MPI_DOUBLE)
+    combine_all<double>(R, in, inout, *len);
+}
+
+void create_ops(World& w) {
+  MPI_User_function* fns[6] = {user_op<ReduceOp::Add>, user_op<ReduceOp::Mul>,
+                               user_op<ReduceOp::Min>, user_op<ReduceOp::Max>,
+                               user_op<ReduceOp::And>, user_op<ReduceOp::Or>};
+  for (int i = 0; i < 6; ++i)
+    check(MPI_Op_create(fns[i], /*commute=*/1, &w.ops[i]), "MPI_Op_create");
+}
+
+/// MPI counts are int: larger transfers are refused with a message instead of truncated.
+int mpi_count(size_t n, const Collective& c) {
+  if (n > static_cast<size_t>(INT32_MAX))
+    throw Error(std::string("ff::dist::") + to_string(c.kind) + ": " + std::to_string(n) +
+                " elements exceed MPI's int count");
+  return static_cast<int>(n);
+}
+
+void check_peer(int peer, const char* which, const Collective& c, int nranks) {
+  if (peer != kNoPeer && (peer < 0 || peer >= nranks))
+    throw Error(std::string("ff::dist::") + to_string(c.kind) + ": " + which + " rank " +
+                std::to_string(peer) + " is not in [0, " + std::to_string(nranks) + ")");
+}
+
+std::vector<uint64_t> gather_counts(MPI_Comm comm, uint64_t mine, const Collective& c) {
+  std::vector<uint64_t> all(static_cast<size_t>(world().size));
+  check(MPI_Allgather(&mine, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, comm),
+        std::string(to_string(c.kind)) + " (exchanging counts)");
+  return all;
+}
+
+}  // namespace
+
+bool available() {
+  return true;
+}
+
+void init(int* argc, char*** argv) {
+  World& w = world();
+  std::lock_guard lock(w.mutex);
+  if (w.initialized)
+    return;
+  int already = 0;
+  check(MPI_Initialized(&already), "MPI_Initialized");
+  if (already) {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized)
+      throw Error("ff::dist::init: MPI has already been finalised in this process");
+    check(MPI_Query_thread(&w.thread_level), "MPI_Query_thread");
+    w.we_started_mpi = false;
+  } else {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized)
+      throw Error(
+          "ff::dist::init: MPI was finalised by an earlier ff::dist::finalize(); MPI "
+          "cannot start twice in one process");
+    check(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &w.thread_level), "MPI_Init_thread");
+    w.we_started_mpi = true;
+  }
+  w.init_thread = std::this_thread::get_id();
+  check(MPI_Comm_dup(MPI_COMM_WORLD, &w.comm), "MPI_Comm_dup");
+  check(MPI_Comm_set_errhandler(w.comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  check(MPI_Comm_rank(w.comm, &w.rank), "MPI_Comm_rank");
+  check(MPI_Comm_size(w.comm, &w.size), "MPI_Comm_size");
+  create_ops(w);
+  w.initialized = true;
+  logging::dist().info("rank {} of {} (MPI thread level {}{})", w.rank, w.size, w.thread_level,
+                       w.we_started_mpi ? "" : ", initialised by the program");
+}
+
+void finalize() noexcept {
+  World& w = world();
+  std::lock_guard lock(w.mutex);
+  if (!w.initialized)
+    return;
+  for (MPI_Op& op : w.ops)
+    if (op != MPI_OP_NULL)
+      MPI_Op_free(&op);
+  MPI_Comm_free(&w.comm);
+  w.comm = MPI_COMM_NULL;
+  w.initialized = false;
+  w.rank = 0;
+  w.size = 1;
+  // MPI itself stays up until process exit when the program started it (it cannot restart, so
+  // an init/finalize/init cycle must keep it); ours is finalised at exit.
+  if (w.we_started_mpi) {
+    static std::once_flag registered;
+    std::call_once(registered, [] {
+      std::atexit([] {
+        int up = 0, down = 0;
+        MPI_Initialized(&up);
+        MPI_Finalized(&down);
+        if (up && !down)
+          MPI_Finalize();
+      });
+    });
+  }
+}
+
+void abort_all(const std::string& why) noexcept {
+  World& w = world();
+  if (!w.initialized)
+    return;
+  logging::dist().error("rank {} of {}: {}: aborting every rank", w.rank, w.size, why);
+  logging::dist().flush();
+  MPI_Abort(w.comm, 1);
+}
+
+bool initialized() {
+  World& w = world();
+  std::lock_guard lock(w.mutex);
+  return w.initialized;
+}
+
+int rank() {
+  comm_for("rank");
+  return world().rank;
+}
+
+int size() {
+  comm_for("size");
+  return world().size;
+}
+
+size_t exchange_count(const Collective& c) {
+  MPI_Comm comm = comm_for(to_string(c.kind));
+  int nranks = world().size;
+  switch (c.kind) {
+    case CollectiveKind::AllReduce:
+      return c.count;
+    case CollectiveKind::AllGather: {
+      uint64_t total = 0;
+      for (uint64_t n : gather_counts(comm, c.count, c))
+        total += n;
+      return total;
+    }
+    case CollectiveKind::Broadcast: {
+      if (c.root < 0 || c.root >= nranks)
+        throw Error("ff::dist::broadcast: root rank " + std::to_string(c.root) + " is not in [0, " +
+                    std::to_string(nranks) + ")");
+      uint64_t n = c.count;
+      check(MPI_Bcast(&n, 1, MPI_UINT64_T, c.root, comm), "broadcast (sending the count)");
+      return n;
+    }
+    case CollectiveKind::SendRecv: {
+      check_peer(c.dest, "dest", c, nranks);
+      check_peer(c.source, "source", c, nranks);
+      uint64_t mine = c.count, theirs = 0;
+      check(
+          MPI_Sendrecv(&mine, c.dest == kNoPeer ? 0 : 1, MPI_UINT64_T,
+                       c.dest == kNoPeer ? MPI_PROC_NULL : c.dest, 1, &theirs,
+                       c.source == kNoPeer ? 0 : 1, MPI_UINT64_T,
+                       c.source == kNoPeer ? MPI_PROC_NULL : c.source, 1, comm, MPI_STATUS_IGNORE),
+          "sendrecv (exchanging counts)");
+      return c.source == kNoPeer ? 0 : theirs;
+    }
+  }
+  throw Error("ff::dist: invalid collective kind");
+}
+
+void run(const Collective& c) {
+  MPI_Comm comm = comm_for(to_string(c.kind));
+  World& w = world();
+  MPI_Datatype dt = datatype(c.type);
+  size_t elem = size_of(c.type);
+  switch (c.kind) {
+    case CollectiveKind::AllReduce: {
+      if (c.check_sizes) {
+        std::vector<uint64_t> counts = gather_counts(comm, c.count, c);
+        for (size_t r = 0; r < counts.size(); ++r)
+          if (counts[r] != counts[0])
+            throw Error("ff::dist::all_reduce: ranks pass arrays of different sizes (rank 0: " +
+                        std::to_string(counts[0]) + ", rank " + std::to_string(r) + ": " +
+                        std::to_string(counts[r]) + "; checked because FF_DEBUG is set)");
+      }
+      MPI_Op op = w.ops[static_cast<int>(c.op)];
+      check(MPI_Allreduce(c.in, c.out, mpi_count(c.count, c), dt, op, comm), "all_reduce");
+      return;
+    }
+    case CollectiveKind::AllGather: {
+      std::vector<uint64_t> counts = gather_counts(comm, c.count, c);
+      std::vector<int> n(counts.size()), displ(counts.size());
+      size_t at = 0;
+      for (size_t r = 0; r < counts.size(); ++r) {
+        n[r] = mpi_count(counts[r], c);
+        displ[r] = mpi_count(at, c);
+        at += counts[r];
+      }
+      if (at != c.out_count)
+        throw Error("ff::dist::all_gather: the ranks now send " + std::to_string(at) +
+                    " elements in all, not the " + std::to_string(c.out_count) + " counted before");
+      check(MPI_Allgatherv(c.count ? c.in : c.out, n[static_cast<size_t>(w.rank)], dt, c.out,
+                           n.data(), displ.data(), dt, comm),
+            "all_gather");
+      (void)elem;
+      return;
+    }
+    case CollectiveKind::Broadcast: {
+      if (w.rank == c.root && c.out != c.in && c.count)
+        std::memcpy(c.out, c.in, c.count * elem);
+      if (c.out_count == 0)
+        return;
+      check(MPI_Bcast(c.out, mpi_count(c.out_count, c), dt, c.root, comm), "broadcast");
+      return;
+    }
+    case CollectiveKind::SendRecv: {
+      check_peer(c.dest, "dest", c, w.size);
+      check_peer(c.source, "source", c, w.size);
+      check(
+          MPI_Sendrecv(c.in, c.dest == kNoPeer ? 0 : mpi_count(c.count, c), dt,
+                       c.dest == kNoPeer ? MPI_PROC_NULL : c.dest, 2, c.out,
+                       c.source == kNoPeer ? 0 : mpi_count(c.out_count, c), dt,
+                       c.source == kNoPeer ? MPI_PROC_NULL : c.source, 2, comm, MPI_STATUS_IGNORE),
+          "sendrecv");
+      return;
+    }
+  }
+}
+
+}  // namespace ff::dist_impl

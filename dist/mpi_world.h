@@ -1,0 +1,42 @@
+// The one place freezeframe calls MPI (DESIGN.md: collectives). ff::dist's public functions and
+// the backends' collective operations come here; nothing else includes mpi.h. Built without
+// MPI (FF_HAS_MPI undefined), every function but available() and initialized() raises ff::Error.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dist/collective.h"
+
+namespace ff::dist_impl {
+
+/// True when freezeframe was built with MPI.
+bool available();
+
+/// Initialises MPI with MPI_THREAD_MULTIPLE unless the program already has (then its level is
+/// kept, and use from a second thread raises ff::Error where it is below MULTIPLE), and makes
+/// freezeframe's own communicator (a duplicate of MPI_COMM_WORLD that returns errors instead
+/// of aborting). A second init() without finalize() does nothing.
+void init(int* argc, char*** argv);
+/// Frees the communicator; finalises MPI only where init() started it. Safe to call twice.
+void finalize() noexcept;
+/// True between init() and finalize().
+bool initialized();
+/// This process's rank and the number of ranks (raises ff::Error before init()).
+int rank();
+int size();
+
+/// The result count of `c` (see Collective); exchanges counts between ranks where it must
+/// (every kind but AllReduce). Raises ff::BackendError naming the collective on an MPI error.
+size_t exchange_count(const Collective& c);
+/// Runs `c` on host memory. Raises ff::BackendError naming the collective on an MPI error,
+/// ff::Error where c.check_sizes finds ranks passing different counts (on every rank).
+void run(const Collective& c);
+
+/// Ends every rank (MPI_Abort) after logging `why` at error level: for a rank that fails where
+/// the others would wait for it forever. Returns (does nothing) where ff::dist is not running.
+void abort_all(const std::string& why) noexcept;
+
+}  // namespace ff::dist_impl

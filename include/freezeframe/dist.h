@@ -1,0 +1,79 @@
+// ff::dist: several processes (MPI ranks) running the same program, combining arrays with
+// collectives. A collective is a backend operation: it runs after the work that produces its
+// input, on the device's buffers (staged through host memory on a GPU). Every rank must call
+// the same collectives in the same order (the lock-step is the program's, as in MPI).
+// docs/dist.md has the details; a build without MPI raises ff::Error from every call.
+#pragma once
+
+#include <string>
+
+#include "freezeframe/array.h"
+#include "freezeframe/detail/collective_kind.h"
+#include "freezeframe/errors.h"
+#include "freezeframe/reduce_op.h"
+
+namespace ff::dist {
+
+/// As `dest` or `source` of sendrecv: send nothing, or receive nothing (an edge rank).
+inline constexpr int kNone = detail::kNoPeer;
+
+/// Initialises MPI with MPI_THREAD_MULTIPLE, unless the program already has (its level is then
+/// kept; below MULTIPLE, ff::dist may be used only from the thread that called init()).
+/// Calling it again before finalize() does nothing.
+void init(int& argc, char**& argv);
+void init();
+/// Ends ff::dist's use of MPI. MPI itself is finalised at process exit when init() started it
+/// (MPI cannot start twice, so init() after finalize() keeps working), never when the program
+/// started it.
+void finalize();
+/// True between init() and finalize().
+bool initialized();
+/// This process's rank in [0, size()), and the number of ranks. ff::Error before init().
+int rank();
+int size();
+
+namespace detail {
+[[noreturn]] void refuse_gradient(const char* what);
+
+template <class T>
+Array<T> collective(ff::detail::CollectiveKind kind, ReduceOp op, int peer, int source,
+                    const Array<T>& x, const char* what) {
+  if constexpr (ff::detail::kDifferentiable<T>)
+    if (x.ad_index()) [[unlikely]]
+      refuse_gradient(what);
+  return Array<T>::steal(ff::detail::var_collective(kind, op, peer, source, x.id()));
+}
+}  // namespace detail
+
+/// Elementwise op over every rank's x (all the same size; FF_DEBUG checks it): each rank gets
+/// the result. Integer Add and Mul wrap; float Min and Max ignore NaN where another value
+/// exists; And and Or are for integer and Bool arrays, Add and Mul not for Bool.
+template <class T>
+Array<T> all_reduce(const Array<T>& x, ReduceOp op) {
+  return detail::collective(ff::detail::CollectiveKind::AllReduce, op, 0, kNone, x, "all_reduce");
+}
+
+/// Every rank's x concatenated in rank order (sizes may differ between ranks).
+template <class T>
+Array<T> all_gather(const Array<T>& x) {
+  return detail::collective(ff::detail::CollectiveKind::AllGather, ReduceOp::Add, 0, kNone, x,
+                            "all_gather");
+}
+
+/// The root's x on every rank (the other ranks' x is not read; the result has the root's size).
+template <class T>
+Array<T> broadcast(const Array<T>& x, int root) {
+  return detail::collective(ff::detail::CollectiveKind::Broadcast, ReduceOp::Add, root, kNone, x,
+                            "broadcast");
+}
+
+/// Sends x to rank `dest` and returns what rank `source` sent this rank (its size is the size
+/// source sent): one step of a halo exchange. kNone as dest sends nothing; as source, the
+/// result is empty.
+template <class T>
+Array<T> sendrecv(const Array<T>& x, int dest, int source) {
+  return detail::collective(ff::detail::CollectiveKind::SendRecv, ReduceOp::Add, dest, source, x,
+                            "sendrecv");
+}
+
+}  // namespace ff::dist

@@ -1,0 +1,407 @@
+// ff::dist's collectives, run under mpirun with 1, 2 and 3 ranks (one start-up per rank count:
+// every case runs in the same processes). Every rank runs every case in the same order, as the
+// collectives need; values are checked with CHECK (not REQUIRE) so that a wrong value on one
+// rank does not leave the others waiting in the next collective. Each mpirun is bounded by a
+// CTest timeout, so a hang fails the test instead of blocking CI.
+#define CATCH_CONFIG_RUNNER
+#include <freezeframe/freezeframe.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+namespace {
+
+const std::vector<size_t> kSizes = {0, 1, 2, 3, 7, 13, 100'000};
+
+/// Rank r's element i: distinct per rank and index, small enough that Mul stays exact for
+/// floats (values near 1), with negatives for signed types.
+template <class T>
+T value(int r, size_t i) {
+  if constexpr (std::is_same_v<T, bool>)
+    return ((i + static_cast<size_t>(r)) % 3) != 0;
+  else if constexpr (std::is_floating_point_v<T>)
+    return static_cast<T>(1.0 +
+                          0.125 * static_cast<double>((i * 7 + static_cast<size_t>(r) * 3) % 5));
+  else if constexpr (std::is_signed_v<T>)
+    return static_cast<T>(
+        static_cast<int64_t>((i * 2654435761u + static_cast<size_t>(r) * 977) % 1000) - 500);
+  else
+    return static_cast<T>((i * 2654435761u + static_cast<size_t>(r) * 977) % 100'000 + 7);
+}
+
+template <class T>
+std::vector<T> values(int r, size_t n) {
+  std::vector<T> v(n);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = value<T>(r, i);
+  return v;
+}
+
+template <class T>
+T combine(ff::ReduceOp op, T a, T b) {
+  if constexpr (std::is_same_v<T, bool>) {
+    switch (op) {
+      case ff::ReduceOp::Min:
+      case ff::ReduceOp::And:
+        return a && b;
+      default:
+        return a || b;
+    }
+  } else {
+    using W = typename std::conditional_t<std::is_floating_point_v<T>, std::type_identity<T>,
+                                          std::make_unsigned<T>>::type;
+    switch (op) {
+      case ff::ReduceOp::Add:
+        return static_cast<T>(static_cast<W>(a) + static_cast<W>(b));
+      case ff::ReduceOp::Mul:
+        return static_cast<T>(static_cast<W>(a) * static_cast<W>(b));
+      case ff::ReduceOp::Min:
+        return b < a ? b : a;
+      case ff::ReduceOp::Max:
+        return b > a ? b : a;
+      case ff::ReduceOp::And:
+        if constexpr (std::is_integral_v<T>)
+          return static_cast<T>(a & b);
+        break;
+      case ff::ReduceOp::Or:
+        if constexpr (std::is_integral_v<T>)
+          return static_cast<T>(a | b);
+        break;
+    }
+    return a;
+  }
+}
+
+template <class T>
+std::vector<ff::ReduceOp> ops_for() {
+  using ff::ReduceOp;
+  if constexpr (std::is_same_v<T, bool>)
+    return {ReduceOp::Min, ReduceOp::Max, ReduceOp::And, ReduceOp::Or};
+  else if constexpr (std::is_floating_point_v<T>)
+    return {ReduceOp::Add, ReduceOp::Mul, ReduceOp::Min, ReduceOp::Max};
+  else
+    return {ReduceOp::Add, ReduceOp::Mul, ReduceOp::Min,
+            ReduceOp::Max, ReduceOp::And, ReduceOp::Or};
+}
+
+}  // namespace
+
+TEST_CASE("dist: rank and size") {
+  int n = ff::dist::size();
+  int r = ff::dist::rank();
+  CHECK(n >= 1);
+  CHECK(r >= 0);
+  CHECK(r < n);
+  CHECK(ff::dist::initialized());
+  ff::dist::init();  // a second init is a no-op
+  CHECK(ff::dist::size() == n);
+  // Every rank agrees on the rank count and holds a distinct rank.
+  ff::Int32 ranks = ff::dist::all_gather(ff::Int32::from({r}));
+  std::vector<int32_t> got = ranks.to_vector();
+  REQUIRE(got.size() == static_cast<size_t>(n));
+  for (int k = 0; k < n; ++k)
+    CHECK(got[static_cast<size_t>(k)] == k);
+}
+
+TEMPLATE_TEST_CASE("dist: all_reduce of every op, type and size", "", bool, int32_t, uint32_t,
+                   int64_t, uint64_t, float, double) {
+  using T = TestType;
+  int n = ff::dist::size(), r = ff::dist::rank();
+  for (ff::ReduceOp op : ops_for<T>())
+    for (size_t size : kSizes) {
+      INFO("op " << ff::to_string(op) << ", size " << size);
+      ff::Array<T> x = ff::Array<T>::from(values<T>(r, size));
+      std::vector<T> got = ff::dist::all_reduce(x, op).to_vector();
+      REQUIRE(got.size() == size);
+      size_t wrong = 0;
+      for (size_t i = 0; i < size; ++i) {
+        T want = value<T>(0, i);
+        for (int k = 1; k < n; ++k)
+          want = combine<T>(op, want, value<T>(k, i));
+        wrong += got[i] != want;
+      }
+      CHECK(wrong == 0);
+      CHECK(x.to_vector() == values<T>(r, size));  // the input is unchanged
+    }
+}
+
+TEST_CASE("dist: all_reduce of a lazy expression, its result used lazily") {
+  int n = ff::dist::size(), r = ff::dist::rank();
+  for (size_t size : kSizes) {
+    ff::Float x = ff::arange<ff::Float>(size) * 2.f + static_cast<float>(r);
+    ff::Float y = ff::dist::all_reduce(x, ff::ReduceOp::Add) + 1.f;
+    std::vector<float> got = y.to_vector();
+    REQUIRE(got.size() == size);
+    size_t wrong = 0;
+    for (size_t i = 0; i < size; ++i) {
+      float want = 1.f;
+      float sum = 0.f;
+      for (int k = 0; k < n; ++k)
+        sum += static_cast<float>(i) * 2.f + static_cast<float>(k);
+      wrong += got[i] != want + sum;
+    }
+    CHECK(wrong == 0);
+  }
+}
+
+TEST_CASE("dist: all_reduce Min and Max ignore NaN where another value exists") {
+  int r = ff::dist::rank();
+  float nan = std::numeric_limits<float>::quiet_NaN();
+  ff::Float x = ff::Float::from({r == 0 ? nan : 1.f + r, nan, static_cast<float>(-r)});
+  std::vector<float> mn = ff::dist::all_reduce(x, ff::ReduceOp::Min).to_vector();
+  std::vector<float> mx = ff::dist::all_reduce(x, ff::ReduceOp::Max).to_vector();
+  int n = ff::dist::size();
+  if (n == 1) {
+    CHECK(std::isnan(mn[0]));
+  } else {
+    CHECK(mn[0] == 2.f);
+    CHECK(mx[0] == static_cast<float>(n));
+  }
+  CHECK(std::isnan(mn[1]));
+  CHECK(std::isnan(mx[1]));
+  CHECK(mn[2] == static_cast<float>(-(n - 1)));
+  CHECK(mx[2] == 0.f);
+}
+
+TEMPLATE_TEST_CASE("dist: all_gather with a different size on every rank", "", bool, int32_t,
+                   uint32_t, int64_t, uint64_t, float, double) {
+  using T = TestType;
+  int n = ff::dist::size(), r = ff::dist::rank();
+  for (size_t base : kSizes) {
+    // Rank r sends base + r * 3 elements (rank 0 of base 0: nothing).
+    size_t mine = base + static_cast<size_t>(r) * 3;
+    std::vector<T> got = ff::dist::all_gather(ff::Array<T>::from(values<T>(r, mine))).to_vector();
+    std::vector<T> want;
+    for (int k = 0; k < n; ++k)
+      for (const T& v : values<T>(k, base + static_cast<size_t>(k) * 3))
+        want.push_back(v);
+    INFO("base size " << base);
+    CHECK(got == want);
+  }
+}
+
+TEMPLATE_TEST_CASE("dist: broadcast from every root", "", bool, int32_t, uint64_t, float, double) {
+  using T = TestType;
+  int n = ff::dist::size(), r = ff::dist::rank();
+  for (int root = 0; root < n; ++root)
+    for (size_t size : kSizes) {
+      // Only the root's size counts: the others pass something else.
+      size_t mine = r == root ? size : size + 5;
+      std::vector<T> got =
+          ff::dist::broadcast(ff::Array<T>::from(values<T>(r, mine)), root).to_vector();
+      INFO("root " << root << ", size " << size);
+      CHECK(got == values<T>(root, size));
+    }
+}
+
+TEMPLATE_TEST_CASE("dist: sendrecv around a ring and along a line", "", int32_t, float, double) {
+  using T = TestType;
+  int n = ff::dist::size(), r = ff::dist::rank();
+  for (size_t base : kSizes) {
+    size_t mine = base + static_cast<size_t>(r);
+    ff::Array<T> x = ff::Array<T>::from(values<T>(r, mine));
+    // Ring: send to the next rank, receive from the previous one.
+    int next = (r + 1) % n, prev = (r + n - 1) % n;
+    std::vector<T> got = ff::dist::sendrecv(x, next, prev).to_vector();
+    INFO("base size " << base);
+    CHECK(got == values<T>(prev, base + static_cast<size_t>(prev)));
+    // Line: the last rank sends nothing, the first receives nothing (an empty array).
+    int dest = r + 1 < n ? r + 1 : ff::dist::kNone;
+    int source = r > 0 ? r - 1 : ff::dist::kNone;
+    std::vector<T> line = ff::dist::sendrecv(x, dest, source).to_vector();
+    if (r == 0)
+      CHECK(line.empty());
+    else
+      CHECK(line == values<T>(r - 1, base + static_cast<size_t>(r - 1)));
+  }
+}
+
+TEST_CASE("dist: bad arguments raise ff::Error on every rank, and the next call works") {
+  int n = ff::dist::size();
+  ff::Bool b = ff::Bool::from({true, false});
+  CHECK_THROWS_WITH(ff::dist::all_reduce(b, ff::ReduceOp::Add),
+                    Catch::Contains("all_reduce") && Catch::Contains("bool"));
+  ff::Float f = ff::Float::from({1.f, 2.f});
+  CHECK_THROWS_AS(ff::dist::all_reduce(f, ff::ReduceOp::And), ff::Error);
+  CHECK_THROWS_WITH(ff::dist::broadcast(f, n), Catch::Contains("root rank " + std::to_string(n)));
+  CHECK_THROWS_WITH(ff::dist::broadcast(f, -2), Catch::Contains("root rank -2"));
+  CHECK_THROWS_WITH(ff::dist::sendrecv(f, n + 1, 0), Catch::Contains("dest rank"));
+  CHECK_THROWS_WITH(ff::dist::sendrecv(f, 0, n), Catch::Contains("source rank"));
+  // The next collective after the failed ones still lines up on every rank.
+  std::vector<float> s = ff::dist::all_reduce(f, ff::ReduceOp::Add).to_vector();
+  CHECK(s == std::vector<float>{1.f * static_cast<float>(n), 2.f * static_cast<float>(n)});
+}
+
+TEST_CASE("dist: under FF_DEBUG, all_reduce of different sizes raises on every rank") {
+  int n = ff::dist::size(), r = ff::dist::rank();
+  ff::set_flag(ff::Flag::Debug, true);
+  ff::Float x = ff::arange<ff::Float>(static_cast<size_t>(r) + 1);
+  if (n > 1)
+    CHECK_THROWS_WITH(ff::dist::all_reduce(x, ff::ReduceOp::Add),
+                      Catch::Contains("different sizes") && Catch::Contains("FF_DEBUG"));
+  ff::Float same = ff::arange<ff::Float>(4);
+  CHECK(ff::dist::all_reduce(same, ff::ReduceOp::Max).to_vector() ==
+        std::vector<float>{0.f, 1.f, 2.f, 3.f});
+  ff::set_flag(ff::Flag::Debug, false);
+}
+
+namespace {
+
+/// What every rank expects from all_reduce(Add) of rank k's arange(n) * (k + 1).
+std::vector<float> sum_of_scaled_aranges(size_t n) {
+  int ranks = ff::dist::size();
+  std::vector<float> want(n, 0.f);
+  for (size_t i = 0; i < n; ++i)
+    for (int k = 0; k < ranks; ++k)
+      want[i] += static_cast<float>(i) * static_cast<float>(k + 1);
+  return want;
+}
+
+ff::Float scaled_arange(size_t n) {
+  return ff::arange<ff::Float>(n) * static_cast<float>(ff::dist::rank() + 1);
+}
+
+}  // namespace
+
+TEST_CASE("dist: a recorded all_reduce replays at every size") {
+  ff::Float x = scaled_arange(5);
+  ff::Recording rec = ff::record({x}, [&] {
+    return std::vector<ff::AnyArray>{ff::dist::all_reduce(x * 2.f, ff::ReduceOp::Add) + 1.f};
+  });
+  CHECK(rec.to_string().find("collective") != std::string::npos);
+  for (size_t size : kSizes) {
+    std::vector<ff::AnyArray> out = rec.replay({scaled_arange(size)});
+    std::vector<float> got = out[0].as<ff::Float>().to_vector();
+    std::vector<float> want = sum_of_scaled_aranges(size);
+    for (float& w : want)
+      w = w * 2.f + 1.f;
+    INFO("size " << size);
+    CHECK(got == want);
+  }
+}
+
+TEST_CASE("dist: frozen functions replay every collective, with sizes resolved at replay") {
+  int n = ff::dist::size(), r = ff::dist::rank();
+  int next = (r + 1) % n, prev = (r + n - 1) % n;
+  // One frozen step with all four collectives; rank r's array has base + r elements, so the
+  // gathered and received sizes differ from this rank's own and change with `base`.
+  auto step = ff::freeze([&](const ff::Float& x) {
+    ff::Float total = ff::dist::all_reduce(ff::sum(x * 0.f + 1.f), ff::ReduceOp::Add);
+    ff::Float all = ff::dist::all_gather(x + 1.f);
+    ff::Float root = ff::dist::broadcast(x, n - 1);
+    ff::Float halo = ff::dist::sendrecv(x * 2.f, next, prev);
+    return std::make_tuple(total, all, root, halo);
+  });
+  for (int round = 0; round < 2; ++round)
+    for (size_t base : kSizes) {
+      if (base > 1000)
+        continue;
+      size_t mine = base + static_cast<size_t>(r);
+      std::vector<float> xs = values<float>(r, mine);
+      auto [total, all, root, halo] = step(ff::Float::from(xs));
+      INFO("round " << round << ", base size " << base);
+      // The sizes of every rank's x: base + k on rank k.
+      CHECK(total.to_vector() ==
+            std::vector<float>{static_cast<float>(base) * n + static_cast<float>(n * (n - 1) / 2)});
+      std::vector<float> want_all;
+      for (int k = 0; k < n; ++k)
+        for (float v : values<float>(k, base + static_cast<size_t>(k)))
+          want_all.push_back(v + 1.f);
+      CHECK(all.to_vector() == want_all);
+      CHECK(root.to_vector() == values<float>(n - 1, base + static_cast<size_t>(n - 1)));
+      std::vector<float> want_halo = values<float>(prev, base + static_cast<size_t>(prev));
+      for (float& v : want_halo)
+        v *= 2.f;
+      CHECK(halo.to_vector() == want_halo);
+    }
+  // Recorded for the first sizes, replayed for the rest (all_reduce's size guards aside: the
+  // sum over an empty x may take another path).
+  CHECK(step.n_replays() > 0);
+  CHECK(step.n_recordings() <= 3);
+}
+
+TEST_CASE("dist: a recording with collectives saved to a file replays after loading") {
+  int n = ff::dist::size(), r = ff::dist::rank();
+  ff::Float x = scaled_arange(3);
+  ff::Recording rec = ff::record({x}, [&] {
+    return std::vector<ff::AnyArray>{ff::dist::all_reduce(x, ff::ReduceOp::Max),
+                                     ff::dist::all_gather(x)};
+  });
+  std::string path = "dist_test_rank" + std::to_string(r) + ".ffr";
+  rec.save(path);
+  ff::Recording loaded = ff::Recording::load(path);
+  std::remove(path.c_str());
+  std::vector<ff::AnyArray> out = loaded.replay({scaled_arange(4)});
+  std::vector<float> want_max(4), want_all;
+  for (size_t i = 0; i < 4; ++i)
+    want_max[i] = static_cast<float>(i) * static_cast<float>(n);
+  for (int k = 0; k < n; ++k)
+    for (size_t i = 0; i < 4; ++i)
+      want_all.push_back(static_cast<float>(i) * static_cast<float>(k + 1));
+  CHECK(out[0].as<ff::Float>().to_vector() == want_max);
+  CHECK(out[1].as<ff::Float>().to_vector() == want_all);
+}
+
+TEST_CASE("dist: a recorded sendrecv refuses to replay on another rank, before any collective") {
+  int n = ff::dist::size(), r = ff::dist::rank();
+  if (n < 2)
+    return;
+  ff::Float x = scaled_arange(3);
+  ff::Recording rec = ff::record({x}, [&] {
+    return std::vector<ff::AnyArray>{ff::dist::sendrecv(x, (r + 1) % n, (r + n - 1) % n)};
+  });
+  // Every rank hands its recording to the next one through a file: each refuses it, having
+  // issued nothing, so the collective after it still lines up.
+  rec.save("dist_sendrecv_rank" + std::to_string(r) + ".ffr");
+  ff::dist::all_reduce(ff::Float::from({0.f}), ff::ReduceOp::Add).to_vector();  // files written
+  std::string other = "dist_sendrecv_rank" + std::to_string((r + n - 1) % n) + ".ffr";
+  ff::Recording theirs = ff::Recording::load(other);
+  CHECK_THROWS_WITH(theirs.replay({x}),
+                    Catch::Contains("recorded on rank " + std::to_string((r + n - 1) % n)) &&
+                        Catch::Contains("cannot replay on rank " + std::to_string(r)));
+  CHECK_THROWS_AS(theirs.replay({x}), ff::GuardError);
+  ff::dist::all_reduce(ff::Float::from({0.f}), ff::ReduceOp::Add).to_vector();  // files read
+  std::remove(("dist_sendrecv_rank" + std::to_string(r) + ".ffr").c_str());
+  std::vector<float> mine = rec.replay({x})[0].as<ff::Float>().to_vector();
+  std::vector<float> want(3);
+  for (size_t i = 0; i < 3; ++i)
+    want[i] = static_cast<float>(i) * static_cast<float>((r + n - 1) % n + 1);
+  CHECK(mine == want);
+}
+
+TEST_CASE("dist: a grad-enabled array is refused with a named error") {
+  ff::Float x = ff::Float::from({1.f, 2.f});
+  ff::enable_grad(x);
+  CHECK_THROWS_WITH(ff::dist::all_reduce(x, ff::ReduceOp::Add),
+                    Catch::Contains("all_reduce") && Catch::Contains("ff::detach"));
+  CHECK(ff::dist::all_reduce(ff::detach(x), ff::ReduceOp::Add).to_vector().size() == 2);
+}
+
+TEST_CASE("dist: collectives from a second thread") {
+  int n = ff::dist::size();
+  std::vector<float> got;
+  std::thread t(
+      [&] { got = ff::dist::all_reduce(ff::Float::from({2.f}), ff::ReduceOp::Add).to_vector(); });
+  t.join();
+  CHECK(got == std::vector<float>{2.f * static_cast<float>(n)});
+}
+
+int main(int argc, char* argv[]) {
+  ::setenv("FF_CACHE_DIR", "off", /*overwrite=*/0);
+  ff::set_log_level(ff::LogLevel::Warn);
+  ff::dist::init(argc, argv);
+  Catch::Session session;
+  session.configData().name =
+      "rank " + std::to_string(ff::dist::rank()) + " of " + std::to_string(ff::dist::size());
+  int rc = session.run(argc, argv);
+  ff::dist::finalize();
+  return rc;
+}
