@@ -6,6 +6,7 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -13,6 +14,7 @@
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <utility>
 
 #include "common/log.h"
 #include "freezeframe/errors.h"
@@ -21,8 +23,10 @@ namespace ff::dist_impl {
 namespace {
 
 struct World {
-  std::mutex mutex;  // guards the fields below (not the collectives themselves)
-  bool initialized = false;
+  std::mutex mutex;  // serialises init and finalize
+  // Set last by init, cleared first by finalize: the fields below are read without the lock
+  // once it is seen set (a collective's hot path takes no lock).
+  std::atomic<bool> initialized{false};
   bool we_started_mpi = false;
   int thread_level = MPI_THREAD_SINGLE;
   std::thread::id init_thread;
@@ -52,8 +56,7 @@ void check(int code, const std::string& what) {
 /// The communicator, after checking that this thread may use it.
 MPI_Comm comm_for(const char* what) {
   World& w = world();
-  std::lock_guard lock(w.mutex);
-  if (!w.initialized)
+  if (!w.initialized.load(std::memory_order_acquire))
     throw Error(std::string("ff::dist::") + what + ": ff::dist::init() has not been called");
   if (w.thread_level < MPI_THREAD_MULTIPLE && std::this_thread::get_id() != w.init_thread)
     throw Error(std::string("ff::dist::") + what +
@@ -147,6 +150,37 @@ void user_op(void* in, void* inout, int* len, MPI_Datatype* dt) {
     combine_all<double>(R, in, inout, *len);
 }
 
+/// The MPI op and datatype of an all_reduce: MPI's own where they combine as freezeframe does
+/// (signed Add and Mul as unsigned, which wraps by definition), ours for float Min and Max
+/// (MPI's leave NaN handling open).
+std::pair<MPI_Op, MPI_Datatype> reduction(const World& w, ReduceOp op, ScalarType t) {
+  bool is_float = t == ScalarType::Float32 || t == ScalarType::Float64;
+  if (is_float && (op == ReduceOp::Min || op == ReduceOp::Max))
+    return {w.ops[static_cast<int>(op)], datatype(t)};
+  MPI_Datatype dt = datatype(t);
+  if (op == ReduceOp::Add || op == ReduceOp::Mul) {
+    if (t == ScalarType::Int32)
+      dt = MPI_UINT32_T;
+    else if (t == ScalarType::Int64)
+      dt = MPI_UINT64_T;
+  }
+  switch (op) {
+    case ReduceOp::Add:
+      return {MPI_SUM, dt};
+    case ReduceOp::Mul:
+      return {MPI_PROD, dt};
+    case ReduceOp::Min:
+      return {MPI_MIN, dt};
+    case ReduceOp::Max:
+      return {MPI_MAX, dt};
+    case ReduceOp::And:
+      return {MPI_BAND, dt};
+    case ReduceOp::Or:
+      return {MPI_BOR, dt};
+  }
+  throw Error("ff::dist::all_reduce: invalid ReduceOp");
+}
+
 void create_ops(World& w) {
   MPI_User_function* fns[6] = {user_op<ReduceOp::Add>, user_op<ReduceOp::Mul>,
                                user_op<ReduceOp::Min>, user_op<ReduceOp::Max>,
@@ -185,7 +219,7 @@ bool available() {
 void init(int* argc, char*** argv) {
   World& w = world();
   std::lock_guard lock(w.mutex);
-  if (w.initialized)
+  if (w.initialized.load(std::memory_order_acquire))
     return;
   int already = 0;
   check(MPI_Initialized(&already), "MPI_Initialized");
@@ -212,7 +246,7 @@ void init(int* argc, char*** argv) {
   check(MPI_Comm_rank(w.comm, &w.rank), "MPI_Comm_rank");
   check(MPI_Comm_size(w.comm, &w.size), "MPI_Comm_size");
   create_ops(w);
-  w.initialized = true;
+  w.initialized.store(true, std::memory_order_release);
   logging::dist().info("rank {} of {} (MPI thread level {}{})", w.rank, w.size, w.thread_level,
                        w.we_started_mpi ? "" : ", initialised by the program");
 }
@@ -220,14 +254,14 @@ void init(int* argc, char*** argv) {
 void finalize() noexcept {
   World& w = world();
   std::lock_guard lock(w.mutex);
-  if (!w.initialized)
+  if (!w.initialized.load(std::memory_order_acquire))
     return;
+  w.initialized.store(false, std::memory_order_release);
   for (MPI_Op& op : w.ops)
     if (op != MPI_OP_NULL)
       MPI_Op_free(&op);
   MPI_Comm_free(&w.comm);
   w.comm = MPI_COMM_NULL;
-  w.initialized = false;
   w.rank = 0;
   w.size = 1;
   // MPI itself stays up until process exit when the program started it (it cannot restart, so
@@ -248,7 +282,7 @@ void finalize() noexcept {
 
 void abort_all(const std::string& why) noexcept {
   World& w = world();
-  if (!w.initialized)
+  if (!w.initialized.load(std::memory_order_acquire))
     return;
   logging::dist().error("rank {} of {}: {}: aborting every rank", w.rank, w.size, why);
   logging::dist().flush();
@@ -256,9 +290,7 @@ void abort_all(const std::string& why) noexcept {
 }
 
 bool initialized() {
-  World& w = world();
-  std::lock_guard lock(w.mutex);
-  return w.initialized;
+  return world().initialized.load(std::memory_order_acquire);
 }
 
 int rank() {
@@ -322,8 +354,8 @@ void run(const Collective& c) {
                         std::to_string(counts[0]) + ", rank " + std::to_string(r) + ": " +
                         std::to_string(counts[r]) + "; checked because FF_DEBUG is set)");
       }
-      MPI_Op op = w.ops[static_cast<int>(c.op)];
-      check(MPI_Allreduce(c.in, c.out, mpi_count(c.count, c), dt, op, comm), "all_reduce");
+      auto [op, op_type] = reduction(w, c.op, c.type);
+      check(MPI_Allreduce(c.in, c.out, mpi_count(c.count, c), op_type, op, comm), "all_reduce");
       return;
     }
     case CollectiveKind::AllGather: {

@@ -107,6 +107,15 @@ struct DepthScope {
 thread_local std::deque<CallScratch> t_scratch;
 
 /// Whether the recording holds an operation whose float results depend on the order of work.
+}  // namespace
+
+bool has_collectives(const rec::RecordingData& d) {
+  return std::any_of(d.ops.begin(), d.ops.end(),
+                     [](const rec::Op& op) { return op.code == rec::OpCode::Collective; });
+}
+
+namespace {
+
 bool order_dependent(const rec::RecordingData& d) {
   for (const rec::Op& op : d.ops)
     if ((op.code == rec::OpCode::Reduce || op.code == rec::OpCode::PrefixSum) && is_float(op.type))
@@ -340,6 +349,14 @@ void FreezeCore::Impl::make_opaque_leaves(CallScratch& cs,
 bool FreezeCore::Impl::replay(CallSite& site, CallScratch& cs, const std::shared_ptr<Held>& held) {
   // Verify runs the body traced on copies of the arguments as they were before the replay.
   bool check = verify.due();
+  if (check && held->collective) {
+    check = false;  // a traced re-run on this rank alone would leave the others waiting
+    if (!verify_skip_logged.exchange(true))
+      logging::record().warn(
+          "{}verify mode does not check replays with ff::dist collectives "
+          "(a traced re-run would issue collectives the other ranks do not)",
+          prefix());
+  }
   if (check)
     site.keep_copies();
   if (!run_replay(cs, *held)) {
@@ -471,6 +488,7 @@ std::shared_ptr<Held> FreezeCore::Impl::record(CallSite& site, CallScratch& cs) 
   held->out_shape = sink.shape.to_vector();
   held->written = std::move(written);
   held->tolerant = order_dependent(*recording_state(r)->data);
+  held->collective = has_collectives(*recording_state(r)->data);
   held->context = prefix();
   held->fitted_types = site.types();  // the shape was taken from these very types
   return held;

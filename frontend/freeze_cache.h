@@ -18,6 +18,7 @@
 #include "frontend/freeze_key.h"
 #include "frontend/freeze_replay.h"
 #include "frontend/freeze_verify.h"
+#include "recorder/recording.h"
 #include "tracer/variable.h"
 
 namespace ff::detail {
@@ -28,7 +29,10 @@ struct Held {
   std::vector<uint8_t> out_shape;
   WrittenArgs written;    // the arguments the body wrote: outputs after the result
   bool tolerant = false;  // float scatter_add or reduction inside: verify within tolerance
-  std::string context;    // what its messages start with: the function, the file it came from
+  // ff::dist collectives inside: verify never re-runs it traced, which would issue collectives
+  // the other ranks do not.
+  bool collective = false;
+  std::string context;  // what its messages start with: the function, the file it came from
   // The types (CallSite::types) its result shape fitted last: rebuilt into those directly,
   // into any others staged first.
   std::atomic<const void*> fitted_types{nullptr};
@@ -99,9 +103,13 @@ enum class Step {
   Record,     // the entry is marked recording: record the call
 };
 
+/// True when `d` holds an ff::dist collective.
+bool has_collectives(const rec::RecordingData& d);
+
 struct FreezeCore::Impl {
   FreezeOptions options;
   VerifySchedule verify;
+  std::atomic<bool> verify_skip_logged{false};  // the warning that collectives skip verify
 
   mutable std::mutex mutex;
   std::unordered_map<Hash128, std::vector<std::unique_ptr<Entry>>> entries;

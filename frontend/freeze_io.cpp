@@ -152,6 +152,7 @@ Loaded to_loaded(format::FreezeRecord& rec, const format::ParsedFile& parsed,
   held->out_shape = std::move(rec.out_shape);
   held->written.assign(rec.written.begin(), rec.written.end());
   held->tolerant = rec.tolerant;
+  held->collective = has_collectives(*recording_state(held->recording)->data);
   held->context = context;
   one.held = std::move(held);
   return one;

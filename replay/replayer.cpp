@@ -328,7 +328,8 @@ void Replay<Exec>::check_ranks() const {
   int ranks = dist_impl::size();
   if (static_cast<uint32_t>(ranks) != plan_.dist_ranks)
     throw GuardError("the recording runs collectives over " + recorded + " ranks, this run has " +
-                     std::to_string(ranks) + ": record it anew");
+                     std::to_string(ranks) + " (run it under mpirun -np " + recorded +
+                     ", or record it anew)");
   if (plan_.dist_rank >= 0 && plan_.dist_rank != dist_impl::rank())
     throw GuardError("the recording's sendrecv was recorded on rank " +
                      std::to_string(plan_.dist_rank) +

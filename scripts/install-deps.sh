@@ -10,6 +10,7 @@ packages=(
   libspdlog-dev libxxhash-dev
   catch2 libbenchmark-dev libcli11-dev nlohmann-json3-dev
   graphviz
+  libopenmpi-dev openmpi-bin
 )
 # Extra packages on request, e.g. FF_EXTRA_PACKAGES=clang-format (CI's format check).
 read -r -a extra <<<"${FF_EXTRA_PACKAGES:-}"

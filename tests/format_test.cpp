@@ -19,6 +19,7 @@
 #include "recorder/format_reader.h"
 #include "recorder/format_writer.h"
 #include "recorder/size_eval.h"
+#include "support/collective_recording.h"
 #include "support/record_corpus.h"
 #include "support/sample_recordings.h"
 #include "support/temp_file.h"
@@ -335,11 +336,12 @@ TEST_CASE("format: a session capture saves and loads, and replaying it is refuse
   REQUIRE_THROWS_WITH(c.replay({}), Contains("capture") && Contains("not replayed"));
 }
 
-TEST_CASE("format: the golden files of formats 1.0 to 1.5 load and replay", "[format]") {
+TEST_CASE("format: the golden files of formats 1.0 to 1.6 load and replay", "[format]") {
   // tests/data/recording-1.N.ffr: the "gather" sample, written by scripts/make-golden.sh with
   // format 1.N. Every later release of major version 1 must load them.
   ffr::fresh();
-  std::string version = GENERATE(as<std::string>(), "1.0", "1.1", "1.2", "1.3", "1.4", "1.5");
+  std::string version =
+      GENERATE(as<std::string>(), "1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6");
   INFO("recording-" << version << ".ffr");
   ff::Recording g =
       ff::Recording::load(std::string(FF_TEST_DATA_DIR) + "/recording-" + version + ".ffr");
@@ -352,6 +354,70 @@ TEST_CASE("format: the golden files of formats 1.0 to 1.5 load and replay", "[fo
   CHECK(outs[0].as<ff::Float>().to_vector() == std::vector<float>{3.f, 5.f, 7.f});
   CHECK(outs[1].as<ff::Float>().to_vector() == std::vector<float>{15.f});
   CHECK(outs[2].as<ff::Float>().to_vector() == std::vector<float>{0.f, 1.f, 5.f, 14.f});
+}
+
+TEST_CASE("format: collectives (1.6) round-trip, and replay only where ff::dist runs", "[format]") {
+  ffr::fresh();
+  ff::rec::ValidatedRecording v =
+      ff::rec::ValidatedRecording::check(ff_samples::collective_recording());
+  Bytes file = ff::format::write(*v);
+  ff::format::ParsedFile f = ff::format::parse(file);
+  REQUIRE(f.recordings.size() == 1);
+  CHECK(ff::format::write(*f.recordings[0]) == file);  // nothing lost or changed
+  ff::Recording r = from_data(f.recordings[0]);
+  std::string text = r.to_string();
+  CHECK(text.find("collective") != std::string::npos);
+  // Without ff::dist::init (this process is no MPI rank): a GuardError naming the rank count,
+  // before any op runs.
+  ff::Float x = ff::Float::from({1.f, 2.f});
+  CHECK_THROWS_AS(r.replay({x}), ff::GuardError);
+  CHECK_THROWS_WITH(r.replay({x}), Contains("collectives over 2 ranks") &&
+                                       Contains("ff::dist is not initialised") &&
+                                       Contains("mpirun -np 2"));
+  CHECK((x + 1.f).to_vector() == std::vector<float>{2.f, 3.f});  // the call after works
+}
+
+TEST_CASE("format: damaged collective ops are refused", "[format][negative]") {
+  using ff::rec::CollectivePeers;
+  auto refused = [](auto edit, const char* what) {
+    ff::rec::RecordingData d = ff_samples::collective_recording(1, 3);
+    edit(d);
+    INFO(what);
+    CHECK_THROWS_AS(ff::rec::ValidatedRecording::check(d), ff::FormatError);
+  };
+  uint32_t sendrecv = 7, broadcast = 5, all_reduce = 1;
+  refused([&](auto& d) { d.ops[all_reduce].sub = 4; }, "an unknown kind");
+  refused([&](auto& d) { d.ops[all_reduce].flag = 6; }, "an unknown reduction");
+  refused([&](auto& d) { d.ops[5].flag = 1; }, "a reduction on a broadcast");
+  refused([&](auto& d) { d.ops[all_reduce].elem_size = 0; }, "no ranks");
+  refused(
+      [&](auto& d) {
+        CollectivePeers p = CollectivePeers::unpack(d.ops[sendrecv].value);
+        p.peer = 3;  // of 3 ranks
+        d.ops[sendrecv].value = p.pack();
+      },
+      "a peer outside the ranks");
+  refused(
+      [&](auto& d) {
+        CollectivePeers p = CollectivePeers::unpack(d.ops[broadcast].value);
+        p.peer = -1;
+        d.ops[broadcast].value = p.pack();
+      },
+      "a broadcast without a root");
+  refused(
+      [&](auto& d) {
+        CollectivePeers p = CollectivePeers::unpack(d.ops[sendrecv].value);
+        p.rank = 2;
+        d.ops[sendrecv].value = p.pack();
+      },
+      "collectives recorded on two ranks");
+  refused([&](auto& d) { d.ops[sendrecv].elem_size = 4; },
+          "collectives recorded with two rank counts");
+  refused([&](auto& d) { d.ops[all_reduce].dst = 0; }, "a result written into the input");
+  refused([&](auto& d) { d.ops[all_reduce].dst_offset = 4; },
+          "a result written into part of a slot");
+  refused([&](auto& d) { d.ops[all_reduce].value |= uint64_t{1} << 63; }, "stray bits");
+  CHECK_NOTHROW(ff::rec::ValidatedRecording::check(ff_samples::collective_recording(1, 3)));
 }
 
 // The catch-all: every truncation and every single-byte flip of a small file.

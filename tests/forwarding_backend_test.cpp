@@ -62,6 +62,12 @@ class Probe final : public Backend {
 
   size_t compress(const void*, size_t, void*) override { return hit("compress", size_t{3}); }
 
+  size_t collective_count(const dist_impl::Collective&) override {
+    return hit("collective_count", size_t{9});
+  }
+
+  void collective(const dist_impl::Collective&) override { hit("collective", 0); }
+
   void sync() override { hit("sync", 0); }
 
   void stop_background_work() noexcept override { hit("stop_background_work", 0); }
@@ -102,6 +108,13 @@ void call_everything(Backend& b) {
   b.reduce(ReduceOp::Add, ScalarType::Float32, p, 4, p);
   b.prefix_sum(ScalarType::Float32, false, p, 4, p);
   CHECK(b.compress(p, 4, p) == 3);
+  dist_impl::Collective c;
+  c.in = p;
+  c.count = 1;
+  c.out = p;
+  c.out_count = 1;
+  CHECK(b.collective_count(c) == 9);
+  b.collective(c);
   b.sync();
   b.stop_background_work();
   CHECK(b.describe_buffer(p) == "probe buffer");
@@ -126,6 +139,8 @@ const char* const kOperations[] = {"alloc",
                                    "reduce",
                                    "prefix_sum",
                                    "compress",
+                                   "collective_count",
+                                   "collective",
                                    "sync",
                                    "stop_background_work",
                                    "describe_buffer",
@@ -162,6 +177,7 @@ TEST_CASE("count: forwards every operation, submit and prefers_command_lists inc
     CHECK(inner.calls[op] == 1);
   }
   CHECK(counting.counts().launch == 1);
+  CHECK(counting.counts().collective == 1);
 }
 
 TEST_CASE("record: outside a scope forwards every operation to the backend it wraps",

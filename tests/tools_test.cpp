@@ -506,6 +506,31 @@ TEST_CASE("tools: recorder-replay: sizes tied by guards follow, a size a guard r
   CHECK_THAT(rejected.err, Contains("guard 0") && Contains("record this path anew"));
 }
 
+TEST_CASE("tools: recorder-dump shows each collective with its kind, peers, ranks and size",
+          "[tools]") {
+  Result r = dump({data("collective.ffr")});
+  INFO(r.out << r.err);
+  CHECK(r.status == 0);
+  CHECK_THAT(r.out, Contains("all_reduce float32 add -> s1 (rank 0 of 2)"));
+  CHECK_THAT(r.out, Contains("all_gather float32 -> s2"));
+  CHECK_THAT(r.out, Contains("broadcast float32 root 1 -> s3"));
+  CHECK_THAT(r.out, Contains("sendrecv float32 to 1 from none -> s4"));
+  CHECK_THAT(r.out, Contains("size(s0)"));
+}
+
+TEST_CASE("tools: recorder-replay outside mpirun refuses collectives, naming the rank counts",
+          "[tools][negative]") {
+  Result r = replay({data("collective.ffr")});
+  INFO(r.out << r.err);
+  CHECK(r.status == 1);
+#if FF_HAS_MPI
+  CHECK_THAT(r.err,
+             Contains("collectives over 2 ranks, this run has 1") && Contains("mpirun -np 2"));
+#else
+  CHECK_THAT(r.err, Contains("built without MPI"));
+#endif
+}
+
 TEST_CASE("tools: recorder-replay refuses a capture, bad usage and a missing file",
           "[tools][negative]") {
   Result c = replay({data("capture.ffr")});

@@ -15,6 +15,7 @@
 #include "frontend/recording_state.h"
 #include "fuzz/recording_file_target.h"
 #include "recorder/format_writer.h"
+#include "support/collective_recording.h"
 #include "support/sample_recordings.h"
 
 int main(int argc, char** argv) {
@@ -24,6 +25,7 @@ int main(int argc, char** argv) {
   std::vector<std::vector<std::byte>> seeds;
   for (auto& [name, r] : ff_samples::sample_recordings())
     seeds.push_back(ff::format::write(*ff::detail::recording_state(r)->data));
+  seeds.push_back(ff::format::write(ff_samples::collective_recording()));  // format 1.6's op
   std::mt19937_64 rng(seed);
   auto pick = [&](size_t n) { return n ? static_cast<size_t>(rng() % n) : 0; };
   ff::fuzz::FileStats stats;

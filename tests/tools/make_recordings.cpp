@@ -2,8 +2,8 @@
 // .ffr per sample, "multi.ffr" holding all of them, "capture.ffr" (a whole-session capture),
 // "reuse.ffr" (allocations that take a released buffer over) and "frozen.ffr" (a frozen
 // function's f.save: a struct, literals, an alias, a scalar, a written-back argument and an
-// opaque set). The tool tests' fixture, the fuzzer's seed corpus and the golden file come from
-// here.
+// opaque set), "collective.ffr" (one collective of each kind, built by hand). The tool tests'
+// fixture, the fuzzer's seed corpus and the golden file come from here.
 //
 //   ff_test_make_recordings DIR
 //   ff_test_make_recordings 0 --write-corpus DIR      (the same, as run_fuzzer.sh asks)
@@ -15,6 +15,7 @@
 #include "common/file_io.h"
 #include "frontend/recording_state.h"
 #include "recorder/format_writer.h"
+#include "support/collective_recording.h"
 #include "support/sample_recordings.h"
 
 namespace {
@@ -94,6 +95,8 @@ int main(int argc, char** argv) {
     ff::write_file_atomic((dir / "multi.ffr").string(), ff::format::write(all), false);
     reuse_recording().save((dir / "reuse.ffr").string());
     save_frozen((dir / "frozen.ffr").string());
+    ff::write_file_atomic((dir / "collective.ffr").string(),
+                          ff::format::write(ff_samples::collective_recording()), false);
 
     ff::init("record:llvm");
     ff::Float x = ff::Float::from({1.f, 2.f, 3.f});
@@ -101,8 +104,10 @@ int main(int argc, char** argv) {
     std::vector<float> host = y.to_vector();  // a host read: only a capture can hold it
     ff::capture().save((dir / "capture.ffr").string());
     ff::shutdown();
-    std::printf("wrote %zu recordings, multi.ffr, reuse.ffr, frozen.ffr and capture.ffr to %s\n",
-                samples.size(), dir.c_str());
+    std::printf(
+        "wrote %zu recordings, multi.ffr, reuse.ffr, frozen.ffr, collective.ffr and "
+        "capture.ffr to %s\n",
+        samples.size(), dir.c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "make_recordings: %s\n", e.what());
     return 1;

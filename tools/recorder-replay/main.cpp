@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/version.h"
+#include "freezeframe/dist.h"
 #include "freezeframe/errors.h"
 #include "freezeframe/init.h"
 #include "recorder/format_reader.h"
@@ -396,6 +397,12 @@ int run(int argc, char** argv) {
                 static_cast<unsigned long long>(s1.cache_hits - s0.cache_hits + s1.disk_cache_hits -
                                                 s0.disk_cache_hits));
 
+    if (plan.dist_ranks > 0) {
+      // Collectives need the other ranks: under mpirun (-np as recorded) they are there; in a
+      // plain run MPI starts as a single rank and the replay refuses, naming both counts.
+      std::printf("collectives over %u ranks: starting ff::dist\n", plan.dist_ranks);
+      ff::dist::init();
+    }
     Timer timer(d, backend, sync_each, !trace_path.empty(), origin);
     ff::replay::ReplayOptions options;
     options.observer = &timer;

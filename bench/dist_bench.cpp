@@ -1,0 +1,189 @@
+// ff::dist benchmarks, run under mpirun (bench/dist_bench.sh runs every configuration):
+//
+//   all_reduce   the latency of a 1-float all_reduce: raw MPI_Allreduce, the same inside a
+//                replayed frozen call, and traced; medians of every call, timed one by one,
+//                the three kinds interleaved in blocks so that they see the same machine.
+//   heat         the distributed heat step of examples/heat_dist.h, frozen and traced, per
+//                step (median over steps); the plate is checked bit for bit against the
+//                single-process demo at the end. bench/dist_bench.sh compares 2 ranks x 1
+//                thread with 1 rank x 2 threads on the same plate.
+//
+// A plain program rather than Google Benchmark: every rank must issue the same collectives,
+// so the number of calls is fixed instead of chosen per process. Results are checked (each
+// replayed all_reduce's value; the plate at the end); --expect-wrong perturbs the expected
+// values and must make the run fail (bench-smoke checks-fire).
+//
+//   mpirun -np R ff_bench_dist all_reduce [--calls N] [--expect-wrong]
+//   mpirun -np R ff_bench_dist heat [--n N] [--steps S] [--expect-wrong]
+#include <freezeframe/freezeframe.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "heat_dist.h"
+#include "heat_step.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double us(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::micro>(b - a).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+/// True on every rank when `ok` is true on every rank.
+bool all_ok(bool ok) {
+  int mine = ok ? 1 : 0, all = 0;
+  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return all == 1;
+}
+
+int all_reduce_bench(size_t calls, bool expect_wrong) {
+  int r = ff::dist::rank(), ranks = ff::dist::size();
+  float mine = static_cast<float>(r + 1);
+  float want = static_cast<float>(ranks * (ranks + 1) / 2) + (expect_wrong ? 1.f : 0.f);
+  auto frozen =
+      ff::freeze([](const ff::Float& x) { return ff::dist::all_reduce(x, ff::ReduceOp::Add); });
+  ff::Float x = ff::Float::from({mine});
+  ff::eval(x);
+  std::vector<double> raw, replayed, traced;
+  size_t wrong = 0;
+  constexpr size_t kBlock = 100;
+  (void)frozen(x);  // records
+  for (size_t done = 0; done < calls; done += kBlock) {
+    for (size_t k = 0; k < kBlock; ++k) {
+      float out = 0.f;
+      auto t0 = Clock::now();
+      MPI_Allreduce(&mine, &out, 1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      raw.push_back(us(t0, Clock::now()));
+      wrong += out != want;
+    }
+    for (size_t k = 0; k < kBlock; ++k) {
+      auto t0 = Clock::now();
+      ff::Float s = frozen(x);
+      replayed.push_back(us(t0, Clock::now()));
+      if (k == 0)  // read back outside the timing of the others: a host read costs its own
+        wrong += s.to_vector()[0] != want;
+    }
+    for (size_t k = 0; k < kBlock / 10; ++k) {
+      auto t0 = Clock::now();
+      ff::Float s = ff::dist::all_reduce(x, ff::ReduceOp::Add);
+      ff::eval(s);
+      traced.push_back(us(t0, Clock::now()));
+    }
+  }
+  bool ok = all_ok(wrong == 0 && frozen.n_recordings() == 1);
+  if (r == 0) {
+    double m_raw = median(raw), m_rep = median(replayed), m_tr = median(traced);
+    std::printf("all_reduce of 1 float, %d ranks, %zu calls each (medians):\n", ranks, raw.size());
+    std::printf("  raw MPI_Allreduce         %8.2f us\n", m_raw);
+    std::printf("  frozen call (replay)      %8.2f us   ratio to raw %.2f (target <= 1.5)\n", m_rep,
+                m_rep / m_raw);
+    std::printf("  traced ff::dist::all_reduce + eval %8.2f us   ratio to raw %.2f\n", m_tr,
+                m_tr / m_raw);
+    std::printf("  results: %s\n", ok ? "checked, all correct" : "WRONG");
+  }
+  return ok ? 0 : 1;
+}
+
+int heat_bench(uint32_t n, int steps, bool expect_wrong) {
+  int r = ff::dist::rank(), ranks = ff::dist::size();
+  heat_dist::Band b = heat_dist::band_of(r, ranks, n);
+  uint32_t rows = b.end - b.begin;
+  int up = r > 0 ? r - 1 : ff::dist::kNone;
+  int down = r + 1 < ranks ? r + 1 : ff::dist::kNone;
+  std::vector<float> plate = heat_dist::initial_plate(n);
+  std::vector<float> local(size_t{rows + 2} * n, 0.f);
+  std::copy(plate.begin() + static_cast<long>(size_t{b.begin} * n),
+            plate.begin() + static_cast<long>(size_t{b.end} * n), local.begin() + n);
+  auto frozen = ff::freeze(heat_dist::local_step);
+  std::vector<double> t_frozen, t_traced;
+  ff::Float u = ff::Float::from(local), v = ff::Float::from(local);
+  for (int s = 0; s < steps; ++s) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    auto t0 = Clock::now();
+    u = frozen(u, n, rows, b.begin, up, down);
+    t_frozen.push_back(us(t0, Clock::now()) / 1000);
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = Clock::now();
+    v = heat_dist::local_step(v, n, rows, b.begin, up, down);
+    t_traced.push_back(us(t0, Clock::now()) / 1000);
+  }
+  // Check: both runs equal the single-process demo's steps bit for bit.
+  ff::UInt32 owned = ff::arange<ff::UInt32>(rows * n) + n;
+  std::vector<float> got_f = ff::dist::all_gather(ff::gather<ff::Float>(u, owned)).to_vector();
+  std::vector<float> got_t = ff::dist::all_gather(ff::gather<ff::Float>(v, owned)).to_vector();
+  ff::Float whole = ff::Float::from(plate);
+  for (int s = 0; s < steps; ++s)
+    whole = heat::step(whole, n);
+  std::vector<float> want = whole.to_vector();
+  if (expect_wrong)
+    want[want.size() / 2 + n / 2] += 1.f;
+  bool ok = all_ok(got_f == want && got_t == want);
+  if (r == 0) {
+    const char* threads = std::getenv("FF_THREADS");
+    std::printf("heat step, %u x %u plate, %d ranks x %s threads, %d steps (medians):\n", n, n,
+                ranks, threads ? threads : "default", steps);
+    std::printf("  frozen %8.3f ms   traced %8.3f ms   traced/frozen %.2f\n", median(t_frozen),
+                median(t_traced), median(t_traced) / median(t_frozen));
+    std::printf("  results: %s\n", ok ? "equal to the single-process run bit for bit" : "WRONG");
+  }
+  return ok ? 0 : 1;
+}
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: mpirun -np R ff_bench_dist all_reduce [--calls N] [--expect-wrong]\n"
+               "       mpirun -np R ff_bench_dist heat [--n N] [--steps S] [--expect-wrong]\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2)
+    return usage();
+  std::string what = argv[1];
+  size_t calls = 20'000;
+  uint32_t n = 1024;
+  int steps = 50;
+  bool expect_wrong = false;
+  for (int i = 2; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--calls") == 0 && i + 1 < argc)
+      calls = std::strtoull(argv[++i], nullptr, 10);
+    else if (std::strcmp(argv[i], "--n") == 0 && i + 1 < argc)
+      n = static_cast<uint32_t>(std::strtoul(argv[++i], nullptr, 10));
+    else if (std::strcmp(argv[i], "--steps") == 0 && i + 1 < argc)
+      steps = std::atoi(argv[++i]);
+    else if (std::strcmp(argv[i], "--expect-wrong") == 0)
+      expect_wrong = true;
+    else
+      return usage();
+  }
+  int rc = 2;
+  try {
+    ff::dist::init(argc, argv);
+    if (what == "all_reduce")
+      rc = all_reduce_bench(calls, expect_wrong);
+    else if (what == "heat" && n >= 3 && steps >= 1)
+      rc = heat_bench(n, steps, expect_wrong);
+    else
+      rc = usage();
+    ff::dist::finalize();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ff_bench_dist: %s\n", e.what());
+    return 1;
+  }
+  return rc;
+}

@@ -1,0 +1,68 @@
+// The distributed heat step of examples/heat_dist.cpp, shared with bench/dist_bench.cpp: the
+// demo's plate split by rows over MPI ranks, one halo row above and below each band.
+#pragma once
+
+#include <freezeframe/freezeframe.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "heat_loop.h"
+
+namespace heat_dist {
+
+/// The rows [begin, end) of an n-row plate that rank r of `ranks` owns (as even as can be).
+struct Band {
+  uint32_t begin, end;
+};
+
+inline Band band_of(int r, int ranks, uint32_t n) {
+  auto at = [&](int k) {
+    return static_cast<uint32_t>(uint64_t{n} * static_cast<uint64_t>(k) /
+                                 static_cast<uint64_t>(ranks));
+  };
+  return {at(r), at(r + 1)};
+}
+
+/// One step on a local grid `u` of (rows + 2) x n cells: halo exchange, then the stencil on the
+/// owned rows [1, rows] whose global row y0 + row - 1 is inside the plate. `up`/`down` are the
+/// neighbouring ranks (ff::dist::kNone at the plate's edges).
+inline ff::Float local_step(const ff::Float& u, uint32_t n, uint32_t rows, uint32_t y0, int up,
+                            int down) {
+  ff::UInt32 row = ff::arange<ff::UInt32>(n);
+  ff::Float first = ff::gather<ff::Float>(u, row + n);        // first owned row
+  ff::Float last = ff::gather<ff::Float>(u, row + rows * n);  // last owned row
+  ff::Float from_up = ff::dist::sendrecv(last, down, up);     // the row above this band
+  ff::Float from_down = ff::dist::sendrecv(first, up, down);  // the row below it
+  ff::Float v = u;
+  ff::scatter(v, from_up, ff::arange<ff::UInt32>(ff::width(from_up)));
+  ff::scatter(v, from_down, ff::arange<ff::UInt32>(ff::width(from_down)) + (rows + 1) * n);
+
+  ff::UInt32 i = ff::arange<ff::UInt32>(ff::width(v));
+  ff::UInt32 x = i % n;
+  ff::UInt32 y = i / n;        // local row: 0 and rows + 1 are halos
+  ff::UInt32 gy = y + y0 - 1;  // global row (wraps for the halo above row 0: not interior)
+  ff::Bool interior = (x > 0u) & (x < n - 1) & (y > 0u) & (y <= rows) & (gy > 0u) & (gy < n - 1);
+  // The same expression as heat::diffuse, in the same order: the results agree bit for bit.
+  ff::Float left = ff::gather<ff::Float>(v, i - 1u, interior);
+  ff::Float right = ff::gather<ff::Float>(v, i + 1u, interior);
+  ff::Float top = ff::gather<ff::Float>(v, i - n, interior);
+  ff::Float bottom = ff::gather<ff::Float>(v, i + n, interior);
+  ff::Float sum = left + right + top + bottom;
+  ff::Float next = ff::select(interior, v + ff::Float(heat::kAlpha) * (sum - 4.f * v), v);
+  ff::eval(next);
+  return next;
+}
+
+/// The starting plate: a hot top edge and a warm square inside.
+inline std::vector<float> initial_plate(uint32_t n) {
+  std::vector<float> u(size_t{n} * n, 0.f);
+  for (uint32_t x = 0; x < n; ++x)
+    u[x] = 100.f;  // a hot top edge
+  for (uint32_t y = n / 4; y < n / 2; ++y)
+    for (uint32_t x = n / 4; x < n / 2; ++x)
+      u[size_t{y} * n + x] = 50.f;  // and a warm square inside
+  return u;
+}
+
+}  // namespace heat_dist
