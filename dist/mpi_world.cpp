@@ -1,7 +1,7 @@
 // ff::dist's MPI calls: initialisation, the communicator, and the four collectives on host
-// memory. Reductions use freezeframe's own combining rules (user-defined MPI ops) so that an
-// all_reduce agrees with ff::sum and scatter_reduce: integer Add and Mul wrap, float Min and Max
-// ignore a NaN where another value exists.
+// memory. An all_reduce combines as ff::sum and scatter_reduce do: integer Add and Mul wrap
+// (MPI's ops on unsigned types), float Min and Max ignore a NaN where another value exists (ops
+// of our own); the rest are MPI's.
 #include "dist/mpi_world.h"
 
 #include <mpi.h>
@@ -13,7 +13,6 @@
 #include <mutex>
 #include <string>
 #include <thread>
-#include <type_traits>
 #include <utility>
 
 #include "common/log.h"
@@ -32,7 +31,7 @@ struct World {
   std::thread::id init_thread;
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0, size = 1;
-  MPI_Op ops[6] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
+  MPI_Op float_min = MPI_OP_NULL, float_max = MPI_OP_NULL;  // NaN-ignoring (float_extreme)
 };
 
 World& world() {
@@ -86,68 +85,24 @@ MPI_Datatype datatype(ScalarType t) {
   throw Error("ff::dist: invalid element type");
 }
 
-template <class T>
-T combine(ReduceOp op, T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) {
-    switch (op) {
-      case ReduceOp::Add:
-        return a + b;
-      case ReduceOp::Mul:
-        return a * b;
-      case ReduceOp::Min:
-        return std::isnan(a) ? b : std::isnan(b) ? a : (b < a ? b : a);
-      case ReduceOp::Max:
-        return std::isnan(a) ? b : std::isnan(b) ? a : (b > a ? b : a);
-      default:
-        return a;  // And/Or on floats are refused before they get here
-    }
-  } else {
-    using U = std::make_unsigned_t<T>;
-    switch (op) {
-      case ReduceOp::Add:
-        return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-      case ReduceOp::Mul:
-        return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
-      case ReduceOp::Min:
-        return b < a ? b : a;
-      case ReduceOp::Max:
-        return b > a ? b : a;
-      case ReduceOp::And:
-        return static_cast<T>(a & b);
-      case ReduceOp::Or:
-        return static_cast<T>(a | b);
-    }
-    return a;
+/// Float Min and Max as freezeframe combines them: a NaN is ignored where another value exists
+/// (MPI_MIN and MPI_MAX leave NaN open).
+template <class T, bool kMax>
+void nan_ignoring(const void* in, void* inout, int len) {
+  const T* a = static_cast<const T*>(in);
+  T* b = static_cast<T*>(inout);
+  for (int i = 0; i < len; ++i) {
+    T x = a[i], y = b[i];
+    b[i] = std::isnan(x) ? y : std::isnan(y) ? x : kMax ? (x > y ? x : y) : (x < y ? x : y);
   }
 }
 
-template <class T>
-void combine_all(ReduceOp op, const void* in, void* inout, int len) {
-  const T* a = static_cast<const T*>(in);
-  T* b = static_cast<T*>(inout);
-  for (int i = 0; i < len; ++i)
-    b[i] = combine<T>(op, a[i], b[i]);
-}
-
-/// An MPI user function for ReduceOp R: the element type comes from the datatype. MPI passes
-/// (in, inout) with inout = in op inout, so operands are combined in rank order.
-template <ReduceOp R>
-void user_op(void* in, void* inout, int* len, MPI_Datatype* dt) {
-  MPI_Datatype t = *dt;
-  if (t == MPI_UINT8_T)
-    combine_all<uint8_t>(R, in, inout, *len);
-  else if (t == MPI_INT32_T)
-    combine_all<int32_t>(R, in, inout, *len);
-  else if (t == MPI_UINT32_T)
-    combine_all<uint32_t>(R, in, inout, *len);
-  else if (t == MPI_INT64_T)
-    combine_all<int64_t>(R, in, inout, *len);
-  else if (t == MPI_UINT64_T)
-    combine_all<uint64_t>(R, in, inout, *len);
-  else if (t == MPI_FLOAT)
-    combine_all<float>(R, in, inout, *len);
-  else if (t == MPI_DOUBLE)
-    combine_all<double>(R, in, inout, *len);
+template <bool kMax>
+void float_extreme(void* in, void* inout, int* len, MPI_Datatype* dt) {
+  if (*dt == MPI_FLOAT)
+    nan_ignoring<float, kMax>(in, inout, *len);
+  else if (*dt == MPI_DOUBLE)
+    nan_ignoring<double, kMax>(in, inout, *len);
 }
 
 /// The MPI op and datatype of an all_reduce: MPI's own where they combine as freezeframe does
@@ -156,7 +111,7 @@ void user_op(void* in, void* inout, int* len, MPI_Datatype* dt) {
 std::pair<MPI_Op, MPI_Datatype> reduction(const World& w, ReduceOp op, ScalarType t) {
   bool is_float = t == ScalarType::Float32 || t == ScalarType::Float64;
   if (is_float && (op == ReduceOp::Min || op == ReduceOp::Max))
-    return {w.ops[static_cast<int>(op)], datatype(t)};
+    return {op == ReduceOp::Min ? w.float_min : w.float_max, datatype(t)};
   MPI_Datatype dt = datatype(t);
   if (op == ReduceOp::Add || op == ReduceOp::Mul) {
     if (t == ScalarType::Int32)
@@ -182,11 +137,8 @@ std::pair<MPI_Op, MPI_Datatype> reduction(const World& w, ReduceOp op, ScalarTyp
 }
 
 void create_ops(World& w) {
-  MPI_User_function* fns[6] = {user_op<ReduceOp::Add>, user_op<ReduceOp::Mul>,
-                               user_op<ReduceOp::Min>, user_op<ReduceOp::Max>,
-                               user_op<ReduceOp::And>, user_op<ReduceOp::Or>};
-  for (int i = 0; i < 6; ++i)
-    check(MPI_Op_create(fns[i], /*commute=*/1, &w.ops[i]), "MPI_Op_create");
+  check(MPI_Op_create(float_extreme<false>, /*commute=*/1, &w.float_min), "MPI_Op_create");
+  check(MPI_Op_create(float_extreme<true>, /*commute=*/1, &w.float_max), "MPI_Op_create");
 }
 
 /// MPI counts are int: larger transfers are refused with a message instead of truncated.
@@ -257,9 +209,9 @@ void finalize() noexcept {
   if (!w.initialized.load(std::memory_order_acquire))
     return;
   w.initialized.store(false, std::memory_order_release);
-  for (MPI_Op& op : w.ops)
-    if (op != MPI_OP_NULL)
-      MPI_Op_free(&op);
+  for (MPI_Op* op : {&w.float_min, &w.float_max})
+    if (*op != MPI_OP_NULL)
+      MPI_Op_free(op);
   MPI_Comm_free(&w.comm);
   w.comm = MPI_COMM_NULL;
   w.rank = 0;
@@ -373,7 +325,6 @@ void run(const Collective& c) {
       check(MPI_Allgatherv(c.count ? c.in : c.out, n[static_cast<size_t>(w.rank)], dt, c.out,
                            n.data(), displ.data(), dt, comm),
             "all_gather");
-      (void)elem;
       return;
     }
     case CollectiveKind::Broadcast: {

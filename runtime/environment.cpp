@@ -94,6 +94,13 @@ bool optimizer_enabled_by_environment() {
   return enabled;
 }
 
+bool launched_by_mpi() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"})
+    if (!env_string(name).empty())
+      return true;
+  return false;
+}
+
 // Declared by the tracer (tracer/device.h): read when its first thread table is made.
 bool asymmetric_fences_allowed() {
   return env_string("FF_ASYMMETRIC_FENCES") != "0";

@@ -40,4 +40,8 @@ uint32_t freeze_verify_from_environment();
 /// the first recording); throws ff::Error for a value that is not a switch.
 bool optimizer_enabled_by_environment();
 
+/// True when an MPI launcher (mpirun / mpiexec of OpenMPI, MPICH or a PMI-based one) started this
+/// process: recorder-replay starts ff::dist only then, instead of MPI as a lone singleton.
+bool launched_by_mpi();
+
 }  // namespace ff::detail

@@ -25,6 +25,7 @@
 #include "recorder/size_eval.h"
 #include "replay/replay_plan.h"
 #include "replay/replayer.h"
+#include "runtime/environment.h"
 #include "tools/parse_count.h"
 #include "tracer/device.h"
 
@@ -397,9 +398,9 @@ int run(int argc, char** argv) {
                 static_cast<unsigned long long>(s1.cache_hits - s0.cache_hits + s1.disk_cache_hits -
                                                 s0.disk_cache_hits));
 
-    if (plan.dist_ranks > 0) {
-      // Collectives need the other ranks: under mpirun (-np as recorded) they are there; in a
-      // plain run MPI starts as a single rank and the replay refuses, naming both counts.
+    if (plan.dist_ranks > 0 && ff::detail::launched_by_mpi()) {
+      // Collectives need the other ranks: under mpirun they are there (the replay checks their
+      // count); in a plain run the replay refuses, saying to run it under mpirun.
       std::printf("collectives over %u ranks: starting ff::dist\n", plan.dist_ranks);
       ff::dist::init();
     }
