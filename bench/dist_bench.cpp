@@ -7,6 +7,8 @@
 //                step (median over steps); the plate is checked bit for bit against the
 //                single-process demo at the end. bench/dist_bench.sh compares 2 ranks x 1
 //                thread with 1 rank x 2 threads on the same plate.
+//   share        time to the first result of a frozen step on every rank: each recording for
+//                itself, against the root recording and ff::dist::share.
 //
 // A plain program rather than Google Benchmark: every rank must issue the same collectives,
 // so the number of calls is fixed instead of chosen per process. Results are checked (each
@@ -15,6 +17,7 @@
 //
 //   mpirun -np R ff_bench_dist all_reduce [--calls N] [--expect-wrong]
 //   mpirun -np R ff_bench_dist heat [--n N] [--steps S] [--expect-wrong]
+//   mpirun -np R ff_bench_dist share [--n N] [--expect-wrong]
 #include <freezeframe/freezeframe.h>
 #include <mpi.h>
 
@@ -142,10 +145,58 @@ int heat_bench(uint32_t n, int steps, bool expect_wrong) {
   return ok ? 0 : 1;
 }
 
+/// Time to the first result of a frozen heat step on each rank: every rank recording for itself,
+/// against the root recording, ff::dist::share, and the others replaying what they received.
+/// The kernel cache is flushed before each (in-process; the disk cache is whatever FF_CACHE_DIR
+/// says), so both pay for their compiles.
+int share_bench(uint32_t n, bool expect_wrong) {
+  int r = ff::dist::rank(), ranks = ff::dist::size();
+  std::vector<float> plate = heat_dist::initial_plate(n);
+  auto step = [](const ff::Float& u, uint32_t side) { return heat::step(u, side); };
+  ff::Float u = ff::Float::from(plate);
+  ff::eval(u);
+  std::vector<float> want = heat::step(u, n).to_vector();
+  if (expect_wrong)
+    want[0] += 1.f;
+
+  ff::flush_kernel_cache();
+  auto own = ff::freeze(step);
+  MPI_Barrier(MPI_COMM_WORLD);
+  auto t0 = Clock::now();
+  std::vector<float> got_own = own(u, n).to_vector();
+  double own_ms = us(t0, Clock::now()) / 1000;
+
+  ff::flush_kernel_cache();
+  auto shared = ff::freeze(step);
+  MPI_Barrier(MPI_COMM_WORLD);
+  t0 = Clock::now();
+  if (r == 0)
+    (void)shared(u, n).to_vector();
+  ff::dist::share(shared, 0);
+  std::vector<float> got_shared = shared(u, n).to_vector();
+  double shared_ms = us(t0, Clock::now()) / 1000;
+  bool replayed = r == 0 || shared.n_replays() == 1;
+
+  double own_all = 0, shared_all = 0;
+  MPI_Allreduce(&own_ms, &own_all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(&shared_ms, &shared_all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  bool ok = all_ok(got_own == want && got_shared == want && replayed);
+  if (r == 0) {
+    std::printf("time to the first result of a frozen heat step (%u x %u), slowest of %d ranks:\n",
+                n, n, ranks);
+    std::printf("  every rank records for itself   %8.2f ms\n", own_all);
+    std::printf("  root records + share + replay   %8.2f ms   ratio %.2f\n", shared_all,
+                shared_all / own_all);
+    std::printf("  results: %s\n", ok ? "checked, all correct" : "WRONG");
+  }
+  return ok ? 0 : 1;
+}
+
 int usage() {
   std::fprintf(stderr,
                "usage: mpirun -np R ff_bench_dist all_reduce [--calls N] [--expect-wrong]\n"
-               "       mpirun -np R ff_bench_dist heat [--n N] [--steps S] [--expect-wrong]\n");
+               "       mpirun -np R ff_bench_dist heat [--n N] [--steps S] [--expect-wrong]\n"
+               "       mpirun -np R ff_bench_dist share [--n N] [--expect-wrong]\n");
   return 2;
 }
 
@@ -178,6 +229,8 @@ int main(int argc, char** argv) {
       rc = all_reduce_bench(calls, expect_wrong);
     else if (what == "heat" && n >= 3 && steps >= 1)
       rc = heat_bench(n, steps, expect_wrong);
+    else if (what == "share" && n >= 3)
+      rc = share_bench(n, expect_wrong);
     else
       rc = usage();
     ff::dist::finalize();

@@ -14,3 +14,4 @@ mpi=(mpirun --allow-run-as-root --oversubscribe)
 "${mpi[@]}" -np 2 -x FF_THREADS=1 "$bin" all_reduce --calls 20000
 "${mpi[@]}" -np 2 -x FF_THREADS=1 "$bin" heat --n "$n" --steps "$steps"
 "${mpi[@]}" -np 1 -x FF_THREADS=2 "$bin" heat --n "$n" --steps "$steps"
+"${mpi[@]}" -np 2 -x FF_THREADS=1 -x FF_CACHE_DIR=off "$bin" share --n "$n"

@@ -5,6 +5,7 @@
 // docs/dist.md has the details; a build without MPI raises ff::Error from every call.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "freezeframe/array.h"
@@ -34,6 +35,12 @@ int size();
 
 namespace detail {
 [[noreturn]] void refuse_gradient(const char* what);
+
+/// share()'s work, on every rank: the root saves through `save` (to a file of its own), every
+/// rank receives the bytes, the others add them through `load`. Raises on every rank where any
+/// rank failed.
+void share_recordings(const std::function<void(const std::string&)>& save,
+                      const std::function<void(const std::string&)>& load, int root);
 
 template <class T>
 Array<T> collective(ff::detail::CollectiveKind kind, ReduceOp op, int peer, int source,
@@ -74,6 +81,20 @@ template <class T>
 Array<T> sendrecv(const Array<T>& x, int dest, int source) {
   return detail::collective(ff::detail::CollectiveKind::SendRecv, ReduceOp::Add, dest, source, x,
                             "sendrecv");
+}
+
+/// Every recording the root's frozen function `f` holds now reaches `f` on every rank (the
+/// file format of f.save, broadcast): a later call of a kind the root recorded replays there
+/// without tracing; a call of another kind (another key: rank-specific C++ arguments are part of
+/// it) records for itself, with an info line. Collective: every rank calls it with the same
+/// root. Values a body reads from its captures are baked into a recording, as ever in
+/// ff::freeze: a body that captures something rank-specific must take it as an argument to be
+/// shared. A sendrecv's recording replays only on the rank that recorded it (ff::GuardError, so
+/// the call records for itself). docs/dist.md, "Sharing".
+template <class F>
+void share(F& f, int root) {
+  detail::share_recordings([&](const std::string& path) { f.save(path); },
+                           [&](const std::string& path) { f.load(path); }, root);
 }
 
 }  // namespace ff::dist

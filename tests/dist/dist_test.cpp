@@ -417,6 +417,47 @@ TEST_CASE("dist: a recorded sendrecv refuses to replay on another rank, before a
   CHECK(mine == want);
 }
 
+TEST_CASE("dist: share hands the root's recordings to every rank, which replay without tracing") {
+  int n = ff::dist::size(), r = ff::dist::rank();
+  int root = n - 1;
+  auto f = ff::freeze([](const ff::Float& x, int k) { return x * 2.f + static_cast<float>(k); },
+                      ff::FreezeOptions{.name = "shared step"});
+  // Sharing before anything was recorded: the root cannot save, every rank raises.
+  CHECK_THROWS_WITH(ff::dist::share(f, root),
+                    Catch::Contains("ff::dist::share") && Catch::Contains("could not save"));
+  if (r == root)
+    CHECK(f(ff::Float::from({1.f, 2.f}), 3).to_vector() == std::vector<float>{5.f, 7.f});
+  ff::dist::share(f, root);
+  // Every rank replays the root's recording for this kind of call, at another size.
+  CHECK(f(ff::Float::from({1.f, 2.f, 3.f}), 3).to_vector() == std::vector<float>{5.f, 7.f, 9.f});
+  CHECK(f.n_replays() == 1);
+  // Another key (k is part of it) records for itself.
+  CHECK(f(ff::Float::from({1.f}), r).to_vector() ==
+        std::vector<float>{2.f + static_cast<float>(r)});
+  CHECK_THROWS_WITH(ff::dist::share(f, n), Catch::Contains("root rank " + std::to_string(n)));
+}
+
+TEST_CASE("dist: shared recordings with collectives replay on every rank") {
+  int n = ff::dist::size(), r = ff::dist::rank();
+  auto g = ff::freeze([](const ff::Float& x) {
+    return ff::dist::all_gather(ff::dist::all_reduce(x, ff::ReduceOp::Add));
+  });
+  // Every rank records once (the collectives need all of them), then the root's recordings
+  // replace nothing but add the kinds the others lack: here, the same kind, so each keeps its
+  // own and replays; the result is the same either way.
+  CHECK(g(ff::Float::from({1.f})).to_vector() ==
+        std::vector<float>(static_cast<size_t>(n), static_cast<float>(n)));
+  ff::dist::share(g, 0);
+  std::vector<float> got = g(ff::Float::from({2.f, static_cast<float>(r)})).to_vector();
+  std::vector<float> want;
+  for (int k = 0; k < n; ++k) {
+    want.push_back(2.f * static_cast<float>(n));
+    want.push_back(static_cast<float>(n * (n - 1) / 2));
+  }
+  CHECK(got == want);
+  CHECK(g.n_replays() >= 1);
+}
+
 TEST_CASE("dist: a grad-enabled array is refused with a named error") {
   ff::Float x = ff::Float::from({1.f, 2.f});
   ff::enable_grad(x);
