@@ -102,32 +102,24 @@ int all_reduce_bench(size_t calls, bool expect_wrong) {
 
 int heat_bench(uint32_t n, int steps, bool expect_wrong) {
   int r = ff::dist::rank(), ranks = ff::dist::size();
-  heat_dist::Band b = heat_dist::band_of(r, ranks, n);
-  uint32_t rows = b.end - b.begin;
-  int up = r > 0 ? r - 1 : ff::dist::kNone;
-  int down = r + 1 < ranks ? r + 1 : ff::dist::kNone;
-  std::vector<float> plate = heat_dist::initial_plate(n);
-  std::vector<float> local(size_t{rows + 2} * n, 0.f);
-  std::copy(plate.begin() + static_cast<long>(size_t{b.begin} * n),
-            plate.begin() + static_cast<long>(size_t{b.end} * n), local.begin() + n);
+  heat_dist::Local l = heat_dist::local_plate(r, ranks, n);
   auto frozen = ff::freeze(heat_dist::local_step);
   std::vector<double> t_frozen, t_traced;
-  ff::Float u = ff::Float::from(local), v = ff::Float::from(local);
+  ff::Float u = ff::Float::from(l.grid), v = ff::Float::from(l.grid);
   for (int s = 0; s < steps; ++s) {
     MPI_Barrier(MPI_COMM_WORLD);
     auto t0 = Clock::now();
-    u = frozen(u, n, rows, b.begin, up, down);
+    u = frozen(u, n, l.rows, l.band.begin, l.up, l.down);
     t_frozen.push_back(us(t0, Clock::now()) / 1000);
     MPI_Barrier(MPI_COMM_WORLD);
     t0 = Clock::now();
-    v = heat_dist::local_step(v, n, rows, b.begin, up, down);
+    v = heat_dist::local_step(v, n, l.rows, l.band.begin, l.up, l.down);
     t_traced.push_back(us(t0, Clock::now()) / 1000);
   }
   // Check: both runs equal the single-process demo's steps bit for bit.
-  ff::UInt32 owned = ff::arange<ff::UInt32>(rows * n) + n;
-  std::vector<float> got_f = ff::dist::all_gather(ff::gather<ff::Float>(u, owned)).to_vector();
-  std::vector<float> got_t = ff::dist::all_gather(ff::gather<ff::Float>(v, owned)).to_vector();
-  ff::Float whole = ff::Float::from(plate);
+  std::vector<float> got_f = heat_dist::gather_plate(u, l, n);
+  std::vector<float> got_t = heat_dist::gather_plate(v, l, n);
+  ff::Float whole = ff::Float::from(l.plate);
   for (int s = 0; s < steps; ++s)
     whole = heat::step(whole, n);
   std::vector<float> want = whole.to_vector();

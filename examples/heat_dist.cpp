@@ -56,31 +56,21 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "ff_heat_dist: more ranks (%d) than rows (%u)\n", ranks, n);
       return 2;
     }
-    heat_dist::Band b = heat_dist::band_of(r, ranks, n);
-    uint32_t rows = b.end - b.begin;
-    int up = r > 0 ? r - 1 : ff::dist::kNone;
-    int down = r + 1 < ranks ? r + 1 : ff::dist::kNone;
-    std::vector<float> plate = heat_dist::initial_plate(n);
-    // The local grid: the owned rows with a halo row on each side (zeros until exchanged).
-    std::vector<float> local(size_t{rows + 2} * n, 0.f);
-    std::copy(plate.begin() + static_cast<long>(size_t{b.begin} * n),
-              plate.begin() + static_cast<long>(size_t{b.end} * n), local.begin() + n);
-    ff::Float u = ff::Float::from(local);
+    heat_dist::Local l = heat_dist::local_plate(r, ranks, n);
+    heat_dist::Band b = l.band;
+    ff::Float u = ff::Float::from(l.grid);
 
     auto frozen =
         ff::freeze(heat_dist::local_step, ff::FreezeOptions{.name = "heat step with halos"});
     auto t0 = Clock::now();
     for (int s = 0; s < steps; ++s)
-      u = traced ? heat_dist::local_step(u, n, rows, b.begin, up, down)
-                 : frozen(u, n, rows, b.begin, up, down);
-    ff::UInt32 owned = ff::arange<ff::UInt32>(rows * n) + n;
-    ff::Float mine = ff::gather<ff::Float>(u, owned);
-    ff::Float all = ff::dist::all_gather(mine);
-    std::vector<float> got = all.to_vector();
+      u = traced ? heat_dist::local_step(u, n, l.rows, b.begin, l.up, l.down)
+                 : frozen(u, n, l.rows, b.begin, l.up, l.down);
+    std::vector<float> got = heat_dist::gather_plate(u, l, n);
     double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 
     // The single-process demo's steps on the whole plate, on every rank.
-    ff::Float whole = ff::Float::from(plate);
+    ff::Float whole = ff::Float::from(l.plate);
     for (int s = 0; s < steps; ++s)
       whole = heat::step(whole, n);
     std::vector<float> want = whole.to_vector();

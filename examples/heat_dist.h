@@ -4,6 +4,7 @@
 
 #include <freezeframe/freezeframe.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -63,6 +64,34 @@ inline std::vector<float> initial_plate(uint32_t n) {
     for (uint32_t x = n / 4; x < n / 2; ++x)
       u[size_t{y} * n + x] = 50.f;  // and a warm square inside
   return u;
+}
+
+/// What rank r of `ranks` holds of the n x n starting plate: its band, its neighbours, and its
+/// local grid (the band's rows with a halo row on each side, zeros until exchanged).
+struct Local {
+  Band band;
+  uint32_t rows;
+  int up, down;  // neighbouring ranks, ff::dist::kNone at the plate's edges
+  std::vector<float> plate, grid;
+};
+
+inline Local local_plate(int r, int ranks, uint32_t n) {
+  Local l;
+  l.band = band_of(r, ranks, n);
+  l.rows = l.band.end - l.band.begin;
+  l.up = r > 0 ? r - 1 : ff::dist::kNone;
+  l.down = r + 1 < ranks ? r + 1 : ff::dist::kNone;
+  l.plate = initial_plate(n);
+  l.grid.assign(size_t{l.rows + 2} * n, 0.f);
+  std::copy(l.plate.begin() + static_cast<long>(size_t{l.band.begin} * n),
+            l.plate.begin() + static_cast<long>(size_t{l.band.end} * n), l.grid.begin() + n);
+  return l;
+}
+
+/// The whole plate on every rank: each rank's owned rows of `u`, gathered in rank order.
+inline std::vector<float> gather_plate(const ff::Float& u, const Local& l, uint32_t n) {
+  ff::UInt32 owned = ff::arange<ff::UInt32>(l.rows * n) + n;
+  return ff::dist::all_gather(ff::gather<ff::Float>(u, owned)).to_vector();
 }
 
 }  // namespace heat_dist
