@@ -17,6 +17,9 @@
 #include <type_traits>
 #include <vector>
 
+#include "frontend/recording_state.h"
+#include "support/collective_recording.h"
+
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/lsan_interface.h>
 #endif
@@ -456,6 +459,36 @@ TEST_CASE("dist: shared recordings with collectives replay on every rank") {
   }
   CHECK(got == want);
   CHECK(g.n_replays() >= 1);
+}
+
+TEST_CASE("dist: verify mode skips replays with collectives instead of re-running them alone") {
+  int n = ff::dist::size();
+  // verify = 1 would re-run every replay traced on this rank alone: its collectives would wait
+  // for ranks that do not issue them. It is skipped (a warning), and every call lines up.
+  auto f = ff::freeze([](const ff::Float& x) { return ff::dist::all_reduce(x, ff::ReduceOp::Add); },
+                      ff::FreezeOptions{.name = "verified", .verify = 1});
+  for (size_t size : {1, 2, 3, 7}) {
+    std::vector<float> got = f(ff::arange<ff::Float>(size)).to_vector();
+    std::vector<float> want(size);
+    for (size_t i = 0; i < size; ++i)
+      want[i] = static_cast<float>(i) * static_cast<float>(n);
+    CHECK(got == want);
+  }
+  CHECK(f.n_replays() == 3);
+}
+
+TEST_CASE("dist: a recording made with another rank count is refused before any collective") {
+  int n = ff::dist::size();
+  ff::rec::RecordingData d = ff_samples::collective_recording(0, n + 1);
+  ff::Recording other(std::make_shared<ff::detail::RecordingState>(
+      ff::rec::ValidatedRecording::check(std::move(d))));
+  ff::Float x = ff::Float::from({1.f, 2.f});
+  CHECK_THROWS_AS(other.replay({x}), ff::GuardError);
+  CHECK_THROWS_WITH(other.replay({x}),
+                    Catch::Contains("collectives over " + std::to_string(n + 1) + " ranks") &&
+                        Catch::Contains("this run has " + std::to_string(n)));
+  // Nothing was issued: the next collective lines up on every rank.
+  CHECK(ff::dist::all_reduce(x, ff::ReduceOp::Max).to_vector() == std::vector<float>{1.f, 2.f});
 }
 
 TEST_CASE("dist: a grad-enabled array is refused with a named error") {
