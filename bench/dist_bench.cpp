@@ -126,12 +126,29 @@ int heat_bench(uint32_t n, int steps, bool expect_wrong) {
   if (expect_wrong)
     want[want.size() / 2 + n / 2] += 1.f;
   bool ok = all_ok(got_f == want && got_t == want);
+  // On one rank, the demo's own step on the whole plate too (no halo rows, no exchange): what
+  // the distributed step is measured against.
+  double demo_ms = 0;
+  if (ranks == 1) {
+    auto demo = ff::freeze([](const ff::Float& p, uint32_t side) { return heat::step(p, side); });
+    ff::Float w = ff::Float::from(l.plate);
+    std::vector<double> t_demo;
+    for (int s = 0; s < steps; ++s) {
+      auto t0 = Clock::now();
+      w = demo(w, n);
+      t_demo.push_back(us(t0, Clock::now()) / 1000);
+    }
+    ok = ok && w.to_vector() == want;
+    demo_ms = median(t_demo);
+  }
   if (r == 0) {
     const char* threads = std::getenv("FF_THREADS");
     std::printf("heat step, %u x %u plate, %d ranks x %s threads, %d steps (medians):\n", n, n,
                 ranks, threads ? threads : "default", steps);
     std::printf("  frozen %8.3f ms   traced %8.3f ms   traced/frozen %.2f\n", median(t_frozen),
                 median(t_traced), median(t_traced) / median(t_frozen));
+    if (ranks == 1)
+      std::printf("  the demo's step on the whole plate, frozen: %8.3f ms\n", demo_ms);
     std::printf("  results: %s\n", ok ? "equal to the single-process run bit for bit" : "WRONG");
   }
   return ok ? 0 : 1;
