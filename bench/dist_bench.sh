@@ -12,6 +12,8 @@ bin="$build/bench/ff_bench_dist"
 [[ -x "$bin" ]] || { echo "dist_bench.sh: $bin not built (MPI missing?)" >&2; exit 1; }
 mpi=(mpirun --allow-run-as-root --oversubscribe)
 "${mpi[@]}" -np 2 -x FF_THREADS=1 "$bin" all_reduce --calls 20000
-"${mpi[@]}" -np 2 -x FF_THREADS=1 "$bin" heat --n "$n" --steps "$steps"
-"${mpi[@]}" -np 1 -x FF_THREADS=2 "$bin" heat --n "$n" --steps "$steps"
+# --bind-to none for the heat steps: mpirun binds each rank to one core by default, which would
+# put both threads of the 1 rank x 2 threads run on one core.
+"${mpi[@]}" --bind-to none -np 2 -x FF_THREADS=1 "$bin" heat --n "$n" --steps "$steps"
+"${mpi[@]}" --bind-to none -np 1 -x FF_THREADS=2 "$bin" heat --n "$n" --steps "$steps"
 "${mpi[@]}" -np 2 -x FF_THREADS=1 -x FF_CACHE_DIR=off "$bin" share --n "$n"
