@@ -106,6 +106,8 @@ int heat_bench(uint32_t n, int steps, bool expect_wrong) {
   auto frozen = ff::freeze(heat_dist::local_step);
   std::vector<double> t_frozen, t_traced;
   ff::Float u = ff::Float::from(l.grid), v = ff::Float::from(l.grid);
+  heat_dist::exchange_halos(u, n, l.rows, l.up, l.down);
+  heat_dist::exchange_halos(v, n, l.rows, l.up, l.down);
   for (int s = 0; s < steps; ++s) {
     MPI_Barrier(MPI_COMM_WORLD);
     auto t0 = Clock::now();

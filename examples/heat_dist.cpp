@@ -2,12 +2,12 @@
 // per step inside a frozen step.
 //
 // Rank r owns a band of consecutive rows and keeps them between a halo row above and one below
-// (local grid: rows + 2 by n). Each step sends its first owned row up and its last one down
-// with ff::dist::sendrecv (the ranks at the plate's edges send or receive nothing), writes the
-// received rows into its halos, and updates its owned cells with the demo's 5-point stencil
-// (the plate's boundary cells keep their value). The step is frozen: after the first call every
-// step replays, halo exchange included. At the end every rank gathers the plate and checks it
-// against the single-process demo (heat::step from heat_step.h) bit for bit.
+// (local grid: rows + 2 by n). Each step updates its owned cells with the demo's 5-point stencil
+// (the plate's boundary cells keep their value), then sends its new first row up and its last
+// one down with ff::dist::sendrecv (the ranks at the plate's edges send or receive nothing) and
+// writes the received rows into the halos of its result, in place. The step is frozen: after the
+// first call every step replays, halo exchange included. At the end every rank gathers the plate
+// and checks it against the single-process demo (heat::step from heat_step.h) bit for bit.
 //
 //   mpirun -np 2 ff_heat_dist [--n N] [--steps S] [--traced]     defaults: 256, 100
 #include "heat_dist.h"
@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
     heat_dist::Local l = heat_dist::local_plate(r, ranks, n);
     heat_dist::Band b = l.band;
     ff::Float u = ff::Float::from(l.grid);
+    heat_dist::exchange_halos(u, n, l.rows, l.up, l.down);  // each step leaves them filled
 
     auto frozen =
         ff::freeze(heat_dist::local_step, ff::FreezeOptions{.name = "heat step with halos"});

@@ -25,32 +25,40 @@ inline Band band_of(int r, int ranks, uint32_t n) {
   return {at(r), at(r + 1)};
 }
 
-/// One step on a local grid `u` of (rows + 2) x n cells: halo exchange, then the stencil on the
-/// owned rows [1, rows] whose global row y0 + row - 1 is inside the plate. `up`/`down` are the
-/// neighbouring ranks (ff::dist::kNone at the plate's edges).
-inline ff::Float local_step(const ff::Float& u, uint32_t n, uint32_t rows, uint32_t y0, int up,
-                            int down) {
+/// Fills the halo rows of a local grid `u` ((rows + 2) x n cells: a halo row, the owned rows,
+/// a halo row) with the neighbours' edge rows: the row above this band comes from `up`, the row
+/// below from `down` (ff::dist::kNone at the plate's edges: nothing sent, nothing received).
+/// `u` is written in place when it is the only reference to its buffer (a step's own result).
+inline void exchange_halos(ff::Float& u, uint32_t n, uint32_t rows, int up, int down) {
   ff::UInt32 row = ff::arange<ff::UInt32>(n);
   ff::Float first = ff::gather<ff::Float>(u, row + n);        // first owned row
   ff::Float last = ff::gather<ff::Float>(u, row + rows * n);  // last owned row
   ff::Float from_up = ff::dist::sendrecv(last, down, up);     // the row above this band
   ff::Float from_down = ff::dist::sendrecv(first, up, down);  // the row below it
-  ff::Float v = u;
-  ff::scatter(v, from_up, ff::arange<ff::UInt32>(ff::width(from_up)));
-  ff::scatter(v, from_down, ff::arange<ff::UInt32>(ff::width(from_down)) + (rows + 1) * n);
+  ff::scatter(u, from_up, ff::arange<ff::UInt32>(ff::width(from_up)));
+  ff::scatter(u, from_down, ff::arange<ff::UInt32>(ff::width(from_down)) + (rows + 1) * n);
+}
 
-  ff::UInt32 i = ff::arange<ff::UInt32>(ff::width(v));
+/// One step on a local grid `u` whose halo rows hold the neighbours' rows: the stencil on the
+/// owned rows [1, rows] whose global row y0 + row - 1 is inside the plate, then the halo
+/// exchange on the result (in place: the result is this step's own buffer, so no copy of the
+/// grid is made), so the next step finds its halos filled.
+inline ff::Float local_step(const ff::Float& u, uint32_t n, uint32_t rows, uint32_t y0, int up,
+                            int down) {
+  ff::UInt32 i = ff::arange<ff::UInt32>(ff::width(u));
   ff::UInt32 x = i % n;
   ff::UInt32 y = i / n;        // local row: 0 and rows + 1 are halos
   ff::UInt32 gy = y + y0 - 1;  // global row (wraps for the halo above row 0: not interior)
   ff::Bool interior = (x > 0u) & (x < n - 1) & (y > 0u) & (y <= rows) & (gy > 0u) & (gy < n - 1);
   // The same expression as heat::diffuse, in the same order: the results agree bit for bit.
-  ff::Float left = ff::gather<ff::Float>(v, i - 1u, interior);
-  ff::Float right = ff::gather<ff::Float>(v, i + 1u, interior);
-  ff::Float top = ff::gather<ff::Float>(v, i - n, interior);
-  ff::Float bottom = ff::gather<ff::Float>(v, i + n, interior);
+  ff::Float left = ff::gather<ff::Float>(u, i - 1u, interior);
+  ff::Float right = ff::gather<ff::Float>(u, i + 1u, interior);
+  ff::Float top = ff::gather<ff::Float>(u, i - n, interior);
+  ff::Float bottom = ff::gather<ff::Float>(u, i + n, interior);
   ff::Float sum = left + right + top + bottom;
-  ff::Float next = ff::select(interior, v + ff::Float(heat::kAlpha) * (sum - 4.f * v), v);
+  ff::Float next = ff::select(interior, u + ff::Float(heat::kAlpha) * (sum - 4.f * u), u);
+  ff::eval(next);
+  exchange_halos(next, n, rows, up, down);
   ff::eval(next);
   return next;
 }
@@ -67,7 +75,7 @@ inline std::vector<float> initial_plate(uint32_t n) {
 }
 
 /// What rank r of `ranks` holds of the n x n starting plate: its band, its neighbours, and its
-/// local grid (the band's rows with a halo row on each side, zeros until exchanged).
+/// local grid (the band's rows with a halo row on each side, zeros until exchange_halos).
 struct Local {
   Band band;
   uint32_t rows;
