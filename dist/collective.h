@@ -25,7 +25,8 @@ struct Collective {
   int root = 0;                 // Broadcast
   int dest = kNoPeer;           // SendRecv
   int source = kNoPeer;         // SendRecv
-  bool check_sizes = false;     // FF_DEBUG: every rank must pass a matching count (AllReduce)
+  bool check = false;           // FF_DEBUG: every rank must make the same call (kind, op, type,
+                                // root, and an all_reduce's count): checked before it runs
   const void* in = nullptr;
   size_t count = 0;
   void* out = nullptr;

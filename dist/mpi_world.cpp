@@ -162,6 +162,45 @@ std::vector<uint64_t> gather_counts(MPI_Comm comm, uint64_t mine, const Collecti
   return all;
 }
 
+/// What a rank's call must agree on: kind, reduction, element type, root, and for an
+/// all_reduce the count (the other kinds exchange counts anyway).
+struct CallSignature {
+  uint64_t kind, op, type, root, count;
+
+  friend bool operator==(const CallSignature&, const CallSignature&) = default;
+
+  std::string describe() const {
+    auto k = static_cast<CollectiveKind>(kind);
+    std::string s = std::string(to_string(k));
+    if (k == CollectiveKind::AllReduce)
+      s += std::string(" (") + ff::to_string(static_cast<ReduceOp>(op)) + ") of " +
+           std::to_string(count);
+    s += std::string(" ") + ff::to_string(static_cast<ScalarType>(type));
+    if (k == CollectiveKind::Broadcast)
+      s += " from root " + std::to_string(static_cast<int64_t>(root));
+    return s;
+  }
+};
+
+/// FF_DEBUG: every rank's call against every other's (MPI checks none of it: a mismatch would
+/// hang or mix data). Every rank sees every signature, so every rank raises the same error.
+void check_same_call(MPI_Comm comm, const Collective& c) {
+  bool all_reduce = c.kind == CollectiveKind::AllReduce;
+  CallSignature mine{static_cast<uint64_t>(c.kind), all_reduce ? static_cast<uint64_t>(c.op) : 0,
+                     static_cast<uint64_t>(c.type),
+                     c.kind == CollectiveKind::Broadcast ? static_cast<uint64_t>(c.root) : 0,
+                     all_reduce ? c.count : 0};
+  std::vector<CallSignature> all(static_cast<size_t>(world().size));
+  check(MPI_Allgather(&mine, 5, MPI_UINT64_T, all.data(), 5, MPI_UINT64_T, comm),
+        std::string(to_string(c.kind)) + " (comparing the ranks' calls)");
+  for (size_t r = 1; r < all.size(); ++r)
+    if (!(all[r] == all[0]))
+      throw EveryRankError("ff::dist::" + std::string(to_string(c.kind)) +
+                           ": the ranks make different calls (rank 0: " + all[0].describe() +
+                           "; rank " + std::to_string(r) + ": " + all[r].describe() +
+                           "); checked because FF_DEBUG is set");
+}
+
 }  // namespace
 
 bool available() {
@@ -258,6 +297,8 @@ int size() {
 size_t exchange_count(const Collective& c) {
   MPI_Comm comm = comm_for(to_string(c.kind));
   int nranks = world().size;
+  if (c.check)
+    check_same_call(comm, c);
   switch (c.kind) {
     case CollectiveKind::AllReduce:
       return c.count;
@@ -298,14 +339,6 @@ void run(const Collective& c) {
   size_t elem = size_of(c.type);
   switch (c.kind) {
     case CollectiveKind::AllReduce: {
-      if (c.check_sizes) {
-        std::vector<uint64_t> counts = gather_counts(comm, c.count, c);
-        for (size_t r = 0; r < counts.size(); ++r)
-          if (counts[r] != counts[0])
-            throw Error("ff::dist::all_reduce: ranks pass arrays of different sizes (rank 0: " +
-                        std::to_string(counts[0]) + ", rank " + std::to_string(r) + ": " +
-                        std::to_string(counts[r]) + "; checked because FF_DEBUG is set)");
-      }
       auto [op, op_type] = reduction(w, c.op, c.type);
       check(MPI_Allreduce(c.in, c.out, mpi_count(c.count, c), op_type, op, comm), "all_reduce");
       return;

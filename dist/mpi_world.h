@@ -9,8 +9,16 @@
 #include <vector>
 
 #include "dist/collective.h"
+#include "freezeframe/errors.h"
 
 namespace ff::dist_impl {
+
+/// An ff::Error that every rank raises at the same point (a check that compared every rank's
+/// call): a replay may give up on it after earlier collectives without leaving a rank alone.
+class EveryRankError : public Error {
+ public:
+  using Error::Error;
+};
 
 /// True when freezeframe was built with MPI.
 bool available();
@@ -29,10 +37,12 @@ int rank();
 int size();
 
 /// The result count of `c` (see Collective); exchanges counts between ranks where it must
-/// (every kind but AllReduce). Raises ff::BackendError naming the collective on an MPI error.
+/// (every kind but AllReduce). With c.check, first compares every rank's call and raises
+/// ff::Error on every rank where they differ, naming both. Raises ff::BackendError naming the
+/// collective on an MPI error.
 size_t exchange_count(const Collective& c);
-/// Runs `c` on host memory. Raises ff::BackendError naming the collective on an MPI error,
-/// ff::Error where c.check_sizes finds ranks passing different counts (on every rank).
+/// Runs `c` on host memory (after exchange_count). Raises ff::BackendError naming the
+/// collective on an MPI error.
 void run(const Collective& c);
 
 /// Ends every rank (MPI_Abort) after logging `why` at error level: for a rank that fails where

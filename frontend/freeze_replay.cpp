@@ -71,7 +71,7 @@ void replay_handles(const Recording& r, std::span<const TypedHandle> inputs, Rep
     throw FreezeError("replay: a recording cannot be replayed into itself");
   replay::ReplayOptions options;
   options.provenance = rb && (rb->scope_open() || rb->is_capturing());
-  options.check_collective_sizes = debug_checks();
+  options.check_collectives = debug_checks();
   std::shared_ptr<const replay::ReplayPlan> plan = state_of_r.plan_for(backend);
   s.drop_outputs();
   state();   // this thread's table exists before its window opens

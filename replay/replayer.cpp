@@ -55,7 +55,7 @@ class Replay {
   /// one's next collective, so an error may not leave it alone (replay_with()).
   bool issued_collective() const { return issued_collective_; }
 
-  void set_check_collective_sizes(bool on) { check_collective_sizes_ = on; }
+  void set_check_collectives(bool on) { check_collectives_ = on; }
 
   std::vector<ReplayOutput> run(std::span<const ReplayInput> inputs) {
     check_ranks();
@@ -212,7 +212,7 @@ class Replay {
     c.source = peers.source;
     c.rank = peers.rank;
     c.ranks = static_cast<int>(op.elem_size);
-    c.check_sizes = check_collective_sizes_;
+    c.check = check_collectives_;
     c.in = access(op.src, op.src_offset, bytes_of(n, elem, i), i);
     c.count = n;
     issued_collective_ = true;
@@ -308,7 +308,7 @@ class Replay {
   Scratch& s_;
   std::vector<void*> input_copies_;
   bool issued_collective_ = false;
-  bool check_collective_sizes_ = false;
+  bool check_collectives_ = false;
 };
 
 /// A recording with collectives replays only with the rank count it was recorded with (and a
@@ -479,12 +479,14 @@ void Replay<Exec>::launch(size_t i, const PlannedOp& p, const rec::Op& op) {
 
 template <class Exec>
 std::vector<ReplayOutput> replay_with(const ReplayPlan& plan, Backend& backend, Exec exec,
-                                      std::span<const ReplayInput> inputs,
-                                      bool check_collective_sizes) {
+                                      std::span<const ReplayInput> inputs, bool check_collectives) {
   Replay<Exec> r(plan, backend, exec, t_scratch);
-  r.set_check_collective_sizes(check_collective_sizes);
+  r.set_check_collectives(check_collectives);
   try {
     return r.run(inputs);
+  } catch (const dist_impl::EveryRankError&) {  // every rank gives up here: none waits
+    r.cleanup();
+    throw;
   } catch (const std::exception& e) {
     r.cleanup();
     if (r.issued_collective())
@@ -506,18 +508,17 @@ std::vector<ReplayOutput> run(const ReplayPlan& plan, Backend& backend,
   if (options.provenance)
     return options.observer
                ? replay_with(plan, backend, Observed<Nested>(Nested(backend), *options.observer),
-                             inputs, options.check_collective_sizes)
-               : replay_with(plan, backend, Nested(backend), inputs,
-                             options.check_collective_sizes);
+                             inputs, options.check_collectives)
+               : replay_with(plan, backend, Nested(backend), inputs, options.check_collectives);
   if (options.observer)
     return replay_with(plan, backend, Observed<Direct>(Direct(backend), *options.observer), inputs,
-                       options.check_collective_sizes);
+                       options.check_collectives);
   if (backend.prefers_command_lists()) {
     auto plan_id = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(&plan));
     return replay_with(plan, backend, Batching(backend, t_scratch.list, plan_id), inputs,
-                       options.check_collective_sizes);
+                       options.check_collectives);
   }
-  return replay_with(plan, backend, Direct(backend), inputs, options.check_collective_sizes);
+  return replay_with(plan, backend, Direct(backend), inputs, options.check_collectives);
 }
 
 }  // namespace ff::replay

@@ -37,9 +37,9 @@ struct ReplayOptions {
   /// Pass size provenance and guards down (replaying into an open recording scope, so the
   /// outer recording learns exact sizes). Off: the fast path.
   bool provenance = false;
-  /// FF_DEBUG: every rank's all_reduce must pass a matching count (checked with an extra
-  /// exchange of counts; MPI itself does not check).
-  bool check_collective_sizes = false;
+  /// FF_DEBUG: every rank must make the same collective call (kind, reduction, type, root, an
+  /// all_reduce's count), checked with an extra exchange before each; MPI itself does not.
+  bool check_collectives = false;
 };
 
 /// Replays `plan` with `inputs` on `backend` (the backend the plan was built for). Throws

@@ -98,7 +98,7 @@ VarId collective_local(CollectiveKind kind, ReduceOp op, int peer, int source, V
   c.root = peer;
   c.dest = peer;
   c.source = source;
-  c.check_sizes = debug_checks();
+  c.check = debug_checks();
   c.in = in->ptr;
   c.count = in->size;
   c.out_count = backend.collective_count(c);  // raises first where ff::dist is not initialised

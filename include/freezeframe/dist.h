@@ -52,7 +52,8 @@ Array<T> collective(ff::detail::CollectiveKind kind, ReduceOp op, int peer, int 
 }
 }  // namespace detail
 
-/// Elementwise op over every rank's x (all the same size; FF_DEBUG checks it): each rank gets
+/// Elementwise op over every rank's x (all the same size; FF_DEBUG checks it, and under FF_DEBUG
+/// every collective checks that every rank makes the same call): each rank gets
 /// the result. Integer Add and Mul wrap; float Min and Max ignore NaN where another value
 /// exists; And and Or are for integer and Bool arrays, Add and Mul not for Bool.
 template <class T>

@@ -247,16 +247,43 @@ TEST_CASE("dist: bad arguments raise ff::Error on every rank, and the next call 
   CHECK(s == std::vector<float>{1.f * static_cast<float>(n), 2.f * static_cast<float>(n)});
 }
 
-TEST_CASE("dist: under FF_DEBUG, all_reduce of different sizes raises on every rank") {
+TEST_CASE("dist: under FF_DEBUG, ranks making different calls raise on every rank") {
   int n = ff::dist::size(), r = ff::dist::rank();
   ff::set_flag(ff::Flag::Debug, true);
-  ff::Float x = ff::arange<ff::Float>(static_cast<size_t>(r) + 1);
-  if (n > 1)
+  if (n > 1) {
+    // An all_reduce of different sizes.
+    ff::Float x = ff::arange<ff::Float>(static_cast<size_t>(r) + 1);
     CHECK_THROWS_WITH(ff::dist::all_reduce(x, ff::ReduceOp::Add),
-                      Catch::Contains("different sizes") && Catch::Contains("FF_DEBUG"));
+                      Catch::Contains("the ranks make different calls") &&
+                          Catch::Contains("rank 0: all_reduce (add) of 1 float32") &&
+                          Catch::Contains("of 2 float32") && Catch::Contains("FF_DEBUG"));
+    // Different collectives: rank 0 an all_reduce, the others a broadcast.
+    ff::Float y = ff::Float::from({1.f, 2.f});
+    auto call = [&] {
+      return r == 0 ? ff::dist::all_reduce(y, ff::ReduceOp::Max) : ff::dist::broadcast(y, 0);
+    };
+    CHECK_THROWS_WITH(call(), Catch::Contains("rank 0: all_reduce (max) of 2 float32") &&
+                                  Catch::Contains("broadcast float32 from root 0"));
+    // Different element types and reductions.
+    CHECK_THROWS_WITH(r == 0 ? ff::dist::all_gather(ff::Float::from({1.f})).to_vector().size()
+                             : ff::dist::all_gather(ff::Int32::from({1})).to_vector().size(),
+                      Catch::Contains("all_gather float32") && Catch::Contains("all_gather int32"));
+    CHECK_THROWS_WITH(ff::dist::all_reduce(y, r == 0 ? ff::ReduceOp::Min : ff::ReduceOp::Max),
+                      Catch::Contains("(min)") && Catch::Contains("(max)"));
+  }
+  // Matching calls pass the check, traced and replayed.
   ff::Float same = ff::arange<ff::Float>(4);
   CHECK(ff::dist::all_reduce(same, ff::ReduceOp::Max).to_vector() ==
         std::vector<float>{0.f, 1.f, 2.f, 3.f});
+  auto f =
+      ff::freeze([](const ff::Float& v) { return ff::dist::all_reduce(v, ff::ReduceOp::Max); });
+  for (int k = 0; k < 3; ++k)
+    CHECK(f(same).to_vector() == std::vector<float>{0.f, 1.f, 2.f, 3.f});
+  CHECK(f.n_replays() == 2);
+  // And a replay of a mismatched call raises on every rank too.
+  if (n > 1)
+    CHECK_THROWS_WITH(f(ff::arange<ff::Float>(4 + static_cast<size_t>(r))),
+                      Catch::Contains("the ranks make different calls"));
   ff::set_flag(ff::Flag::Debug, false);
 }
 
