@@ -16,10 +16,6 @@ namespace {
 
 }  // namespace
 
-bool available() {
-  return false;
-}
-
 void init(int*, char***) {
   no_mpi("init");
 }

@@ -203,31 +203,22 @@ void check_same_call(MPI_Comm comm, const Collective& c) {
 
 }  // namespace
 
-bool available() {
-  return true;
-}
-
 void init(int* argc, char*** argv) {
   World& w = world();
   std::lock_guard lock(w.mutex);
   if (w.initialized.load(std::memory_order_acquire))
     return;
-  int already = 0;
+  int already = 0, finalized = 0;
   check(MPI_Initialized(&already), "MPI_Initialized");
+  check(MPI_Finalized(&finalized), "MPI_Finalized");
+  if (finalized)
+    throw Error(
+        "ff::dist::init: MPI has already been finalised in this process (it cannot start "
+        "twice)");
   if (already) {
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (finalized)
-      throw Error("ff::dist::init: MPI has already been finalised in this process");
     check(MPI_Query_thread(&w.thread_level), "MPI_Query_thread");
     w.we_started_mpi = false;
   } else {
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (finalized)
-      throw Error(
-          "ff::dist::init: MPI was finalised by an earlier ff::dist::finalize(); MPI "
-          "cannot start twice in one process");
     check(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &w.thread_level), "MPI_Init_thread");
     w.we_started_mpi = true;
   }

@@ -1,6 +1,7 @@
 // The one place freezeframe calls MPI (DESIGN.md: collectives). ff::dist's public functions and
 // the backends' collective operations come here; nothing else includes mpi.h. Built without
-// MPI (FF_HAS_MPI undefined), every function but available() and initialized() raises ff::Error.
+// MPI (FF_HAS_MPI undefined), every function but initialized(), finalize() and abort_all() raises
+// ff::Error.
 #pragma once
 
 #include <cstddef>
@@ -19,9 +20,6 @@ class EveryRankError : public Error {
  public:
   using Error::Error;
 };
-
-/// True when freezeframe was built with MPI.
-bool available();
 
 /// Initialises MPI with MPI_THREAD_MULTIPLE unless the program already has (then its level is
 /// kept, and use from a second thread raises ff::Error where it is below MULTIPLE), and makes
