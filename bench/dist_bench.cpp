@@ -106,16 +106,16 @@ int heat_bench(uint32_t n, int steps, bool expect_wrong) {
   auto frozen = ff::freeze(heat_dist::local_step);
   std::vector<double> t_frozen, t_traced;
   ff::Float u = ff::Float::from(l.grid), v = ff::Float::from(l.grid);
-  heat_dist::exchange_halos(u, n, l.rows, l.up, l.down);
-  heat_dist::exchange_halos(v, n, l.rows, l.up, l.down);
+  heat_dist::exchange_halos(u, n);
+  heat_dist::exchange_halos(v, n);
   for (int s = 0; s < steps; ++s) {
     MPI_Barrier(MPI_COMM_WORLD);
     auto t0 = Clock::now();
-    u = frozen(u, n, l.rows, l.band.begin, l.up, l.down);
+    u = frozen(u, n);
     t_frozen.push_back(us(t0, Clock::now()) / 1000);
     MPI_Barrier(MPI_COMM_WORLD);
     t0 = Clock::now();
-    v = heat_dist::local_step(v, n, l.rows, l.band.begin, l.up, l.down);
+    v = heat_dist::local_step(v, n);
     t_traced.push_back(us(t0, Clock::now()) / 1000);
   }
   // Check: both runs equal the single-process demo's steps bit for bit.

@@ -18,4 +18,12 @@ const char* to_string(CollectiveKind k) {
   return "invalid-collective";
 }
 
+std::string to_string(PeerSpec p) {
+  if (p.mode == PeerMode::Absolute)
+    return p.value == kNoPeer ? "none" : std::to_string(p.value);
+  std::string s = "rank" + std::string(p.value < 0 ? "-" : "+") +
+                  std::to_string(p.value < 0 ? -static_cast<long long>(p.value) : p.value);
+  return p.mode == PeerMode::Cyclic ? s + " cyclic" : s;
+}
+
 }  // namespace ff::detail

@@ -21,12 +21,13 @@ using detail::to_string;
 struct Collective {
   CollectiveKind kind = CollectiveKind::AllReduce;
   ScalarType type = ScalarType::Float32;
-  ReduceOp op = ReduceOp::Add;  // AllReduce
-  int root = 0;                 // Broadcast
-  int dest = kNoPeer;           // SendRecv
-  int source = kNoPeer;         // SendRecv
-  bool check = false;           // FF_DEBUG: every rank must make the same call (kind, op, type,
-                                // root, and an all_reduce's count): checked before it runs
+  ReduceOp op = ReduceOp::Add;              // AllReduce
+  int root = 0;                             // Broadcast
+  int dest = kNoPeer;                       // SendRecv: resolved ranks (kNoPeer: none)
+  int source = kNoPeer;                     // SendRecv
+  detail::PeerSpec dest_spec, source_spec;  // SendRecv: as the program named them (recorded)
+  bool check = false;  // FF_DEBUG: every rank must make the same call (kind, op, type,
+                       // root, and an all_reduce's count): checked before it runs
   const void* in = nullptr;
   size_t count = 0;
   void* out = nullptr;

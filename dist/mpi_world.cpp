@@ -275,13 +275,13 @@ bool initialized() {
   return world().initialized.load(std::memory_order_acquire);
 }
 
-int rank() {
-  comm_for("rank");
+int rank(const char* what) {
+  comm_for(what);
   return world().rank;
 }
 
-int size() {
-  comm_for("size");
+int size(const char* what) {
+  comm_for(what);
   return world().size;
 }
 

@@ -30,9 +30,10 @@ void init(int* argc, char*** argv);
 void finalize() noexcept;
 /// True between init() and finalize().
 bool initialized();
-/// This process's rank and the number of ranks (raises ff::Error before init()).
-int rank();
-int size();
+/// This process's rank and the number of ranks (raises ff::Error before init(), naming
+/// ff::dist::<what>).
+int rank(const char* what = "rank");
+int size(const char* what = "size");
 
 /// The result count of `c` (see Collective); exchanges counts between ranks where it must
 /// (every kind but AllReduce). With c.check, first compares every rank's call and raises

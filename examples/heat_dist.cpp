@@ -4,10 +4,13 @@
 // Rank r owns a band of consecutive rows and keeps them between a halo row above and one below
 // (local grid: rows + 2 by n). Each step updates its owned cells with the demo's 5-point stencil
 // (the plate's boundary cells keep their value), then sends its new first row up and its last
-// one down with ff::dist::sendrecv (the ranks at the plate's edges send or receive nothing) and
-// writes the received rows into the halos of its result, in place. The step is frozen: after the
-// first call every step replays, halo exchange included. At the end every rank gathers the plate
-// and checks it against the single-process demo (heat::step from heat_step.h) bit for bit.
+// one down with ff::dist::sendrecv to the ranks before and after it (ff::dist::relative: the
+// ranks at the plate's edges send or receive nothing) and writes the received rows into the
+// halos of its result, in place. The band's place comes from ff::dist::rank_expr(), so the
+// step's recording is the same on every rank (one rank's could replay on all). The step is frozen:
+// after the first call every step replays, halo exchange included. At the end every rank gathers
+// the plate and checks it against the single-process demo (heat::step from heat_step.h) bit for
+// bit.
 //
 //   mpirun -np 2 ff_heat_dist [--n N] [--steps S] [--traced]     defaults: 256, 100
 #include "heat_dist.h"
@@ -59,14 +62,13 @@ int main(int argc, char** argv) {
     heat_dist::Local l = heat_dist::local_plate(r, ranks, n);
     heat_dist::Band b = l.band;
     ff::Float u = ff::Float::from(l.grid);
-    heat_dist::exchange_halos(u, n, l.rows, l.up, l.down);  // each step leaves them filled
+    heat_dist::exchange_halos(u, n);  // each step leaves them filled
 
     auto frozen =
         ff::freeze(heat_dist::local_step, ff::FreezeOptions{.name = "heat step with halos"});
     auto t0 = Clock::now();
     for (int s = 0; s < steps; ++s)
-      u = traced ? heat_dist::local_step(u, n, l.rows, b.begin, l.up, l.down)
-                 : frozen(u, n, l.rows, b.begin, l.up, l.down);
+      u = traced ? heat_dist::local_step(u, n) : frozen(u, n);
     std::vector<float> got = heat_dist::gather_plate(u, l, n);
     double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 

@@ -26,30 +26,39 @@ inline Band band_of(int r, int ranks, uint32_t n) {
 }
 
 /// Fills the halo rows of a local grid `u` ((rows + 2) x n cells: a halo row, the owned rows,
-/// a halo row) with the neighbours' edge rows: the row above this band comes from `up`, the row
-/// below from `down` (ff::dist::kNone at the plate's edges: nothing sent, nothing received).
+/// a halo row) with the neighbours' edge rows: the row above this band comes from the rank
+/// before this one, the row below from the rank after it (at the plate's edges there is none:
+/// nothing is sent or received). The peers are relative to the calling rank and the row count
+/// comes from u's size, so a recording of this replays on every rank (ff::dist::share).
 /// `u` is written in place when it is the only reference to its buffer (a step's own result).
-inline void exchange_halos(ff::Float& u, uint32_t n, uint32_t rows, int up, int down) {
+inline void exchange_halos(ff::Float& u, uint32_t n) {
+  ff::Size owned_end = ff::width(u) - n;  // (rows + 1) * n: where the halo below starts
   ff::UInt32 row = ff::arange<ff::UInt32>(n);
-  ff::Float first = ff::gather<ff::Float>(u, row + n);        // first owned row
-  ff::Float last = ff::gather<ff::Float>(u, row + rows * n);  // last owned row
+  ff::Float first = ff::gather<ff::Float>(u, row + n);  // first owned row
+  ff::Float last = ff::gather<ff::Float>(u, row + ff::from_size<ff::UInt32>(owned_end - n));
+  ff::dist::Peer up = ff::dist::relative(-1), down = ff::dist::relative(+1);
   ff::Float from_up = ff::dist::sendrecv(last, down, up);     // the row above this band
   ff::Float from_down = ff::dist::sendrecv(first, up, down);  // the row below it
   ff::scatter(u, from_up, ff::arange<ff::UInt32>(ff::width(from_up)));
-  ff::scatter(u, from_down, ff::arange<ff::UInt32>(ff::width(from_down)) + (rows + 1) * n);
+  ff::scatter(u, from_down,
+              ff::arange<ff::UInt32>(ff::width(from_down)) + ff::from_size<ff::UInt32>(owned_end));
 }
 
 /// One step on a local grid `u` whose halo rows hold the neighbours' rows: the stencil on the
-/// owned rows [1, rows] whose global row y0 + row - 1 is inside the plate, then the halo
-/// exchange on the result (in place: the result is this step's own buffer, so no copy of the
-/// grid is made), so the next step finds its halos filled.
-inline ff::Float local_step(const ff::Float& u, uint32_t n, uint32_t rows, uint32_t y0, int up,
-                            int down) {
+/// owned rows whose global row is inside the plate, then the halo exchange on the result (in
+/// place: the result is this step's own buffer, so no copy of the grid is made), so the next
+/// step finds its halos filled. The band's first global row is computed from the rank as an
+/// expression (band_of's formula on ff::dist::rank_expr()), so one recording serves every
+/// rank.
+inline ff::Float local_step(const ff::Float& u, uint32_t n) {
+  ff::Size rows = ff::width(u) / n - 2;
+  ff::Size begin = ff::dist::rank_expr() * n / ff::dist::size_expr();  // band_of(r).begin
   ff::UInt32 i = ff::arange<ff::UInt32>(ff::width(u));
   ff::UInt32 x = i % n;
-  ff::UInt32 y = i / n;        // local row: 0 and rows + 1 are halos
-  ff::UInt32 gy = y + y0 - 1;  // global row (wraps for the halo above row 0: not interior)
-  ff::Bool interior = (x > 0u) & (x < n - 1) & (y > 0u) & (y <= rows) & (gy > 0u) & (gy < n - 1);
+  ff::UInt32 y = i / n;                                      // local row: 0 and rows + 1 are halos
+  ff::UInt32 gy = y + ff::from_size<ff::UInt32>(begin) - 1;  // global row (wraps above row 0)
+  ff::Bool interior = (x > 0u) & (x < n - 1) & (y > 0u) & (y <= ff::from_size<ff::UInt32>(rows)) &
+                      (gy > 0u) & (gy < n - 1);
   // The same expression as heat::diffuse, in the same order: the results agree bit for bit.
   ff::Float left = ff::gather<ff::Float>(u, i - 1u, interior);
   ff::Float right = ff::gather<ff::Float>(u, i + 1u, interior);
@@ -58,7 +67,7 @@ inline ff::Float local_step(const ff::Float& u, uint32_t n, uint32_t rows, uint3
   ff::Float sum = left + right + top + bottom;
   ff::Float next = ff::select(interior, u + ff::Float(heat::kAlpha) * (sum - 4.f * u), u);
   ff::eval(next);
-  exchange_halos(next, n, rows, up, down);
+  exchange_halos(next, n);
   ff::eval(next);
   return next;
 }
@@ -74,12 +83,11 @@ inline std::vector<float> initial_plate(uint32_t n) {
   return u;
 }
 
-/// What rank r of `ranks` holds of the n x n starting plate: its band, its neighbours, and its
-/// local grid (the band's rows with a halo row on each side, zeros until exchange_halos).
+/// What rank r of `ranks` holds of the n x n starting plate: its band and its local grid (the
+/// band's rows with a halo row on each side, zeros until exchange_halos).
 struct Local {
   Band band;
   uint32_t rows;
-  int up, down;  // neighbouring ranks, ff::dist::kNone at the plate's edges
   std::vector<float> plate, grid;
 };
 
@@ -87,8 +95,6 @@ inline Local local_plate(int r, int ranks, uint32_t n) {
   Local l;
   l.band = band_of(r, ranks, n);
   l.rows = l.band.end - l.band.begin;
-  l.up = r > 0 ? r - 1 : ff::dist::kNone;
-  l.down = r + 1 < ranks ? r + 1 : ff::dist::kNone;
   l.plate = initial_plate(n);
   l.grid.assign(size_t{l.rows + 2} * n, 0.f);
   std::copy(l.plate.begin() + static_cast<long>(size_t{l.band.begin} * n),

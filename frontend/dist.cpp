@@ -11,6 +11,7 @@
 #include "common/file_io.h"
 #include "common/log.h"
 #include "dist/mpi_world.h"
+#include "freezeframe/detail/tracer_api.h"
 
 namespace ff::dist {
 
@@ -30,12 +31,23 @@ bool initialized() {
   return dist_impl::initialized();
 }
 
+Size rank_expr() {
+  return ff::detail::dist_size_leaf(false, static_cast<uint64_t>(dist_impl::rank()));
+}
+
+Size size_expr() {
+  return ff::detail::dist_size_leaf(true, static_cast<uint64_t>(dist_impl::size()));
+}
+
+// Inside a recording an int read pins the recording to its value (the guard that Size's
+// conversion records), so a replay on another rank or rank count records anew instead of
+// replaying a rank baked in.
 int rank() {
-  return dist_impl::rank();
+  return static_cast<int>(rank_expr().value());
 }
 
 int size() {
-  return dist_impl::size();
+  return static_cast<int>(size_expr().value());
 }
 
 namespace detail {

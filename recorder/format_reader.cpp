@@ -514,7 +514,7 @@ rec::ValidatedRecording Reader::recording(uint32_t r) {
   });
   d->exprs.reserve(count(r, SectionType::Exprs));
   each<ExprItem>(r, SectionType::Exprs, [&](uint64_t, const ExprItem& it, auto where) {
-    if (it.op > static_cast<uint8_t>(SizeOp::Max))
+    if (it.op > static_cast<uint8_t>(SizeOp::Ranks))
       fail(where(), "size operator " + std::to_string(it.op) + " is unknown");
     check_zero(it.reserved, sizeof it.reserved, where, "reserved field");
     d->exprs.push_back(
@@ -536,7 +536,10 @@ rec::ValidatedRecording Reader::recording(uint32_t r) {
                                 : code == rec::OpCode::Collective ? "collective kind "
                                                                   : "sub-code ") +
                         std::to_string(it.sub) + " is out of range for " + rec::to_string(code));
-    uint8_t max_flag = code == rec::OpCode::PrefixSum ? 1 : code == rec::OpCode::Collective ? 5 : 0;
+    // A collective's flag: an all_reduce's ReduceOp (0-5) or a sendrecv's peer modes (0-10).
+    uint8_t max_flag = code == rec::OpCode::PrefixSum    ? 1
+                       : code == rec::OpCode::Collective ? 10
+                                                         : 0;
     if (it.flag > max_flag)
       fail(where(),
            "flag " + std::to_string(it.flag) + " is out of range for " + rec::to_string(code));

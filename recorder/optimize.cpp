@@ -88,7 +88,7 @@ bool same_expr(const RecordingData& d, uint32_t a, uint32_t b) {
     } else if (nx.op == SizeOp::BufferSize) {
       if (nx.slot != ny.slot)
         return false;
-    } else {
+    } else if (!is_leaf(nx.op)) {
       todo.push_back({nx.lhs, ny.lhs});
       todo.push_back({nx.rhs, ny.rhs});
     }
@@ -134,6 +134,8 @@ void canonicalize_sizes(RecordingData& d) {
     canon[i] = static_cast<uint32_t>(i);
     switch (node.op) {
       case SizeOp::Const:
+      case SizeOp::Rank:  // known before the first op, like an input's size
+      case SizeOp::Ranks:
         inputs_only[i] = 1;
         break;
       case SizeOp::BufferSize: {
@@ -183,7 +185,7 @@ std::vector<uint8_t> sized_slots(const RecordingData& d) {
       const ExprNode& node = d.exprs[e];
       if (node.op == SizeOp::BufferSize)
         pinned[node.slot] = 1;
-      else if (node.op != SizeOp::Const) {
+      else if (!is_leaf(node.op)) {
         todo.push_back(node.lhs);
         todo.push_back(node.rhs);
       }
@@ -692,7 +694,7 @@ void assemble(RecordingData& d, Drafts& ops) {
   for_expr_refs(d, [&](uint32_t& e) { reached[e] = 1; });
   for (size_t i = d.exprs.size(); i-- > 0;) {
     const ExprNode& node = d.exprs[i];
-    if (reached[i] && node.op != SizeOp::Const && node.op != SizeOp::BufferSize)
+    if (reached[i] && !is_leaf(node.op))
       reached[node.lhs] = reached[node.rhs] = 1;
   }
   std::vector<uint32_t> emap(d.exprs.size(), kNone);
@@ -703,7 +705,7 @@ void assemble(RecordingData& d, Drafts& ops) {
     ExprNode node = d.exprs[i];
     if (node.op == SizeOp::BufferSize)
       node.slot = slot(node.slot);
-    else if (node.op != SizeOp::Const) {
+    else if (!is_leaf(node.op)) {
       node.lhs = emap[node.lhs];
       node.rhs = emap[node.rhs];
     }

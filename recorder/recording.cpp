@@ -30,14 +30,42 @@ const char* to_string(OpCode c) {
   return i < kNumOpCodes ? names[i] : "invalid-op";
 }
 
-uint64_t CollectivePeers::pack() const {
-  auto field = [](int r) { return static_cast<uint64_t>(r + 1) & 0x1FFFFF; };
-  return field(peer) | field(source) << 21 | field(rank) << 42;
+namespace {
+constexpr int kOffsetBias = 1 << 20;
 }
 
-CollectivePeers CollectivePeers::unpack(uint64_t v) {
-  auto field = [&](int shift) { return static_cast<int>((v >> shift) & 0x1FFFFF) - 1; };
-  return {field(0), field(21), field(42)};
+uint64_t CollectivePeers::pack() const {
+  auto field = [](int r, PeerMode m) {
+    int stored = m == PeerMode::Absolute ? r + 1 : r + kOffsetBias;
+    return static_cast<uint64_t>(stored) & 0x1FFFFF;
+  };
+  return field(peer, peer_mode) | field(source, source_mode) << 21 |
+         field(rank, PeerMode::Absolute) << 42;
+}
+
+uint8_t CollectivePeers::modes() const {
+  return static_cast<uint8_t>(static_cast<unsigned>(peer_mode) | static_cast<unsigned>(source_mode)
+                                                                     << 2);
+}
+
+CollectivePeers CollectivePeers::unpack(uint64_t v, uint8_t modes) {
+  auto mode = [&](int shift) { return static_cast<PeerMode>((modes >> shift) & 3); };
+  auto field = [&](int shift, PeerMode m) {
+    int stored = static_cast<int>((v >> shift) & 0x1FFFFF);
+    return m == PeerMode::Absolute ? stored - 1 : stored - kOffsetBias;
+  };
+  CollectivePeers p;
+  p.peer_mode = mode(0);
+  p.source_mode = mode(2);
+  p.peer = field(0, p.peer_mode);
+  p.source = field(21, p.source_mode);
+  p.rank = field(42, PeerMode::Absolute);
+  return p;
+}
+
+bool CollectivePeers::valid_modes(uint8_t modes) {
+  auto ok = [](unsigned m) { return m <= static_cast<unsigned>(PeerMode::Cyclic); };
+  return modes < 16 && ok(modes & 3u) && ok(modes >> 2);
 }
 
 void launch_uses(const KernelIR& kernel, std::span<const LaunchArg> args,
@@ -164,6 +192,8 @@ class RecordingValidator {
       Item where = item(Table::Exprs, "size expression", i);
       switch (n.op) {
         case SizeOp::Const:
+        case SizeOp::Rank:
+        case SizeOp::Ranks:
           break;
         case SizeOp::BufferSize:
           check_slot(n.slot, where);
@@ -380,7 +410,10 @@ class RecordingValidator {
          !reduce_defined(static_cast<ReduceOp>(op.flag), op.type)))
       fail(where, " reduces " + std::string(to_string(op.type)) + " elements with reduction " +
                       std::to_string(op.flag) + ", which is not defined for them");
-    if (kind != CollectiveKind::AllReduce && op.flag != 0)
+    bool sendrecv = kind == CollectiveKind::SendRecv;
+    if (sendrecv && !CollectivePeers::valid_modes(op.flag))
+      fail(where, " names its peers in unknown modes (flag " + std::to_string(op.flag) + ")");
+    if (kind != CollectiveKind::AllReduce && !sendrecv && op.flag != 0)
       fail(where, " has a reduction but is no all_reduce");
     check_slot_types(where, op, op.type, op.type);
     // The op sets the destination's size and may replace its buffer: a whole slot of its own.
@@ -388,7 +421,7 @@ class RecordingValidator {
       fail(where, " writes its result into part of a slot or into an input");
     if (op.elem_size < 1 || op.elem_size > CollectivePeers::kMaxRank + 1)
       fail(where, " was recorded with " + std::to_string(op.elem_size) + " ranks");
-    CollectivePeers p = CollectivePeers::unpack(op.value);
+    CollectivePeers p = CollectivePeers::unpack(op.value, sendrecv ? op.flag : 0);
     for (const Op& first : d_.ops)
       if (first.code == OpCode::Collective) {
         if (first.elem_size != op.elem_size || CollectivePeers::unpack(first.value).rank != p.rank)
@@ -402,8 +435,9 @@ class RecordingValidator {
     bool ok = in_range(p.rank, false);
     if (kind == CollectiveKind::Broadcast)
       ok = ok && in_range(p.peer, false) && p.source == -1;
-    else if (kind == CollectiveKind::SendRecv)
-      ok = ok && in_range(p.peer, true) && in_range(p.source, true);
+    else if (sendrecv)  // an offset (a relative peer) may be any: it resolves at replay
+      ok = ok && (p.peer_mode != PeerMode::Absolute || in_range(p.peer, true)) &&
+           (p.source_mode != PeerMode::Absolute || in_range(p.source, true));
     else
       ok = ok && p.peer == -1 && p.source == -1;
     if (!ok || (op.value >> 63) != 0)

@@ -18,6 +18,7 @@ namespace ff::rec {
 
 inline constexpr uint32_t kNone = 0xFFFFFFFFu;
 using detail::CollectiveKind;
+using detail::PeerMode;
 
 /// Where a slot (one buffer lifetime) comes from. Persisted: never renumber.
 enum class SlotOrigin : uint8_t {
@@ -67,16 +68,29 @@ inline constexpr int kNumOpCodes = 10;
 const char* to_string(OpCode c);
 
 /// A Collective's peers and the rank that recorded it, packed into Op::value: 21 bits each
-/// (ranks below 2^21 - 1), every field stored plus one so that "none" (-1) is 0. Peers are
-/// absolute ranks: a sendrecv replays only on the rank that recorded it.
+/// (ranks below 2^21 - 1). An absolute rank is stored plus one, so that "none" (-1) is 0; a
+/// relative peer's offset (since format 1.7) plus 2^20. A SendRecv's Op::flag holds the peers'
+/// modes (PeerMode: the destination's in bits 0-1, the source's in bits 2-3); a sendrecv with
+/// an absolute peer replays only on the rank that recorded it, one with relative peers on
+/// every rank.
 struct CollectivePeers {
-  int peer = -1;    // Broadcast: the root; SendRecv: the destination
+  int peer = -1;    // Broadcast: the root; SendRecv: the destination (a rank or an offset)
   int source = -1;  // SendRecv
   int rank = -1;    // the rank that recorded the op
+  PeerMode peer_mode = PeerMode::Absolute, source_mode = PeerMode::Absolute;
 
   static constexpr int kMaxRank = (1 << 21) - 2;
   uint64_t pack() const;
-  static CollectivePeers unpack(uint64_t v);
+  /// The modes, as a SendRecv's Op::flag.
+  uint8_t modes() const;
+  /// `modes`: a SendRecv's Op::flag (0 for the other kinds).
+  static CollectivePeers unpack(uint64_t v, uint8_t modes = 0);
+  /// Whether `modes` (a SendRecv's flag) names two known modes.
+  static bool valid_modes(uint8_t modes);
+
+  detail::PeerSpec dest() const { return {peer, peer_mode}; }
+
+  detail::PeerSpec from() const { return {source, source_mode}; }
 };
 
 /// One operation; which fields matter depends on `code` (see OpCode).

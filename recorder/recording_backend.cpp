@@ -646,9 +646,12 @@ void RecordingBackend::collective(const dist_impl::Collective& c) {
     peers.rank = c.rank;
     if (c.kind == CollectiveKind::Broadcast)
       peers.peer = c.root;
-    if (c.kind == CollectiveKind::SendRecv) {
-      peers.peer = c.dest;
-      peers.source = c.source;
+    if (c.kind == CollectiveKind::SendRecv) {  // as the program named them
+      peers.peer = c.dest_spec.value;
+      peers.peer_mode = c.dest_spec.mode;
+      peers.source = c.source_spec.value;
+      peers.source_mode = c.source_spec.mode;
+      op.flag = peers.modes();
     }
     op.value = peers.pack();
     op.elem_size = static_cast<uint32_t>(c.ranks);

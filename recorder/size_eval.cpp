@@ -20,6 +20,11 @@ uint32_t add_slot_size(RecordingData& data, uint32_t slot) {
   return static_cast<uint32_t>(data.exprs.size() - 1);
 }
 
+uint32_t add_dist_leaf(RecordingData& data, SizeOp op) {
+  data.exprs.push_back(ExprNode{op, 0, kNone, kNone, kNone});
+  return static_cast<uint32_t>(data.exprs.size() - 1);
+}
+
 uint32_t add_binary(RecordingData& data, SizeOp op, uint32_t lhs, uint32_t rhs) {
   data.exprs.push_back(ExprNode{op, 0, kNone, lhs, rhs});
   return static_cast<uint32_t>(data.exprs.size() - 1);
@@ -37,6 +42,9 @@ int compare_exprs(const RecordingData& data, uint32_t a, uint32_t b) {
       return three_way(x.value, y.value);
     case SizeOp::BufferSize:
       return three_way(x.slot, y.slot);
+    case SizeOp::Rank:
+    case SizeOp::Ranks:
+      return 0;
     default:
       if (int c = compare_exprs(data, x.lhs, y.lhs))
         return c;
@@ -58,6 +66,10 @@ uint32_t add_expr(RecordingData& data, SizeProv prov, SlotMap& slots, uint64_t f
         stack.push_back(live ? add_slot_size(data, live->slot) : add_const(data, n.value));
         break;
       }
+      case SizeOp::Rank:
+      case SizeOp::Ranks:
+        stack.push_back(add_dist_leaf(data, n.op));
+        break;
       default: {
         // Provenance comes from the tracer (or a replay of a validated recording), never from
         // outside: a malformed one is a bug.
@@ -76,19 +88,31 @@ uint32_t add_expr(RecordingData& data, SizeProv prov, SlotMap& slots, uint64_t f
   return stack.back();
 }
 
+RankPlace recorded_place(const RecordingData& data) {
+  for (const Op& op : data.ops)
+    if (op.code == OpCode::Collective)
+      return {static_cast<uint64_t>(std::max(CollectivePeers::unpack(op.value).rank, 0)),
+              op.elem_size};
+  return {};
+}
+
 uint64_t evaluate(const RecordingData& data, uint32_t e, std::span<const uint64_t> slot_sizes,
-                  const char* where) {
+                  RankPlace place, const char* where) {
   const ExprNode& n = data.exprs[e];
   switch (n.op) {
     case SizeOp::Const:
       return n.value;
     case SizeOp::BufferSize:
       return slot_sizes[n.slot];
+    case SizeOp::Rank:
+      return place.rank;
+    case SizeOp::Ranks:
+      return place.ranks;
     default:
       break;
   }
-  uint64_t a = evaluate(data, n.lhs, slot_sizes, where);
-  uint64_t b = evaluate(data, n.rhs, slot_sizes, where);
+  uint64_t a = evaluate(data, n.lhs, slot_sizes, place, where);
+  uint64_t b = evaluate(data, n.rhs, slot_sizes, place, where);
   switch (n.op) {
     case SizeOp::Add:
       if (a + b < a)
@@ -131,6 +155,10 @@ std::string expr_to_string(const RecordingData& data, uint32_t e) {
       return std::to_string(n.value);
     case SizeOp::BufferSize:
       return "size(s" + std::to_string(n.slot) + ")";
+    case SizeOp::Rank:
+      return "rank";
+    case SizeOp::Ranks:
+      return "ranks";
     case SizeOp::Min:
     case SizeOp::Max:
       return std::string(to_string(n.op)) + "(" + expr_to_string(data, n.lhs) + ", " +
@@ -148,6 +176,9 @@ bool depends_only_on_inputs(const RecordingData& data, uint32_t e) {
       return true;
     case SizeOp::BufferSize:
       return data.slots[n.slot].origin == SlotOrigin::Input;
+    case SizeOp::Rank:  // known before the first op
+    case SizeOp::Ranks:
+      return true;
     default:
       return depends_only_on_inputs(data, n.lhs) && depends_only_on_inputs(data, n.rhs);
   }

@@ -67,6 +67,8 @@ ReplayPlan::ReplayPlan(rec::ValidatedRecording data, Backend& backend)
       backend_id_(backend.instance_id()),
       generation_(backend.kernel_generation()) {
   const rec::RecordingData& d = *data_;
+  for (const rec::ExprNode& n : d.exprs)
+    reads_rank = reads_rank || n.op == SizeOp::Rank || n.op == SizeOp::Ranks;
   if (d.is_capture)
     throw FreezeError(
         "a session capture records host reads and external memory; it can be "
@@ -140,8 +142,12 @@ ReplayPlan::ReplayPlan(rec::ValidatedRecording data, Backend& backend)
     }
     if (op.code == rec::OpCode::Collective) {
       dist_ranks = op.elem_size;  // validation: the same in every collective of a recording
-      if (static_cast<rec::CollectiveKind>(op.sub) == rec::CollectiveKind::SendRecv)
-        dist_rank = rec::CollectivePeers::unpack(op.value).rank;
+      if (static_cast<rec::CollectiveKind>(op.sub) == rec::CollectiveKind::SendRecv) {
+        rec::CollectivePeers peers = rec::CollectivePeers::unpack(op.value, op.flag);
+        if (peers.peer_mode == rec::PeerMode::Absolute ||
+            peers.source_mode == rec::PeerMode::Absolute)
+          dist_rank = peers.rank;
+      }
     }
     p.guard_begin = static_cast<uint32_t>(guard_order.size());
     guard_order.insert(guard_order.end(), after[i].begin(), after[i].end());

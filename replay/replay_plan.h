@@ -100,9 +100,10 @@ class ReplayPlan {
   std::vector<uint8_t> is_output;       // per slot
   uint32_t max_args = 0;
   // Collectives (ff::dist): the rank count the recording needs (0: none), and the rank it
-  // must replay on (-1: any; a sendrecv's peers are absolute ranks). Checked before any op.
+  // must replay on (-1: any; a sendrecv with an absolute peer sets it). Checked before any op.
   uint32_t dist_ranks = 0;
   int dist_rank = -1;
+  bool reads_rank = false;  // a size expression reads ff::dist's rank or rank count
 };
 
 }  // namespace ff::replay

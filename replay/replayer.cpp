@@ -84,7 +84,7 @@ class Replay {
   }
 
  private:
-  void check_ranks() const;
+  void check_ranks();
   void bind_inputs(std::span<const ReplayInput> inputs);
   void copy_written_inputs(std::span<const ReplayInput> inputs);
   std::vector<ReplayOutput> hand_over_outputs();
@@ -202,16 +202,21 @@ class Replay {
   void collective(size_t i, const PlannedOp& p, const rec::Op& op) {
     uint64_t n = eval(p.size, "collective");
     size_t elem = size_of(op.type);
-    rec::CollectivePeers peers = rec::CollectivePeers::unpack(op.value);
     dist_impl::Collective c;
     c.kind = static_cast<rec::CollectiveKind>(op.sub);
+    bool sendrecv = c.kind == rec::CollectiveKind::SendRecv;
+    rec::CollectivePeers peers = rec::CollectivePeers::unpack(op.value, sendrecv ? op.flag : 0);
     c.type = op.type;
-    c.op = static_cast<ReduceOp>(op.flag);
+    c.op = sendrecv ? ReduceOp::Add : static_cast<ReduceOp>(op.flag);
+    // This process's place: relative peers resolve here, and a recording inside this replay
+    // records the peers as they were named.
+    c.rank = static_cast<int>(place_.rank);
+    c.ranks = static_cast<int>(place_.ranks);
     c.root = peers.peer;
-    c.dest = peers.peer;
-    c.source = peers.source;
-    c.rank = peers.rank;
-    c.ranks = static_cast<int>(op.elem_size);
+    c.dest_spec = peers.dest();
+    c.source_spec = peers.from();
+    c.dest = detail::resolve_peer(c.dest_spec, c.rank, c.ranks);
+    c.source = detail::resolve_peer(c.source_spec, c.rank, c.ranks);
     c.check = check_collectives_;
     c.in = access(op.src, op.src_offset, bytes_of(n, elem, i), i);
     c.count = n;
@@ -239,7 +244,7 @@ class Replay {
       case SizeRef::SlotSize:
         return s_.size[r.index];
       case SizeRef::Expr:
-        return rec::evaluate(d_, r.index, s_.size, where);
+        return rec::evaluate(d_, r.index, s_.size, place_, where);
     }
     return 0;
   }
@@ -268,6 +273,12 @@ class Replay {
         return;
       case SizeOp::BufferSize:
         out.push_back({SizeOp::BufferSize, s_.size[n.slot], s_.ptr[n.slot]});
+        return;
+      case SizeOp::Rank:
+        out.push_back({SizeOp::Rank, place_.rank, nullptr});
+        return;
+      case SizeOp::Ranks:
+        out.push_back({SizeOp::Ranks, place_.ranks, nullptr});
         return;
       default:
         append_prov(n.lhs, out);
@@ -309,33 +320,43 @@ class Replay {
   std::vector<void*> input_copies_;
   bool issued_collective_ = false;
   bool check_collectives_ = false;
+  rec::RankPlace place_;  // this process's rank, where the recording reads it (check_ranks)
 };
 
 /// A recording with collectives replays only with the rank count it was recorded with (and a
-/// sendrecv only on its rank): checked before any op, so a rank that cannot replay fails
-/// before the others wait for it (a frozen function then records anew, issuing the same
-/// collectives in the same order).
+/// sendrecv with absolute peers only on its rank): checked before any op, so a rank that cannot
+/// replay fails before the others wait for it (a frozen function then records anew, issuing
+/// the same collectives in the same order). A recording that reads the rank as an expression
+/// needs ff::dist running, on any rank.
 template <class Exec>
-void Replay<Exec>::check_ranks() const {
-  if (plan_.dist_ranks == 0)
+void Replay<Exec>::check_ranks() {
+  if (plan_.dist_ranks == 0 && !plan_.reads_rank)
     return;
-  std::string recorded = std::to_string(plan_.dist_ranks);
-  if (!dist_impl::initialized())
+  if (!dist_impl::initialized()) {
+    if (plan_.dist_ranks == 0)
+      throw GuardError(
+          "the recording reads ff::dist's rank or rank count, and ff::dist is not initialised "
+          "in this process (call ff::dist::init and run under mpirun)");
+    std::string recorded = std::to_string(plan_.dist_ranks);
     throw GuardError("the recording runs collectives over " + recorded +
                      " ranks, and ff::dist is not initialised in this process (call "
                      "ff::dist::init and run under mpirun -np " +
                      recorded + ")");
-  int ranks = dist_impl::size();
+  }
+  int rank = dist_impl::rank(), ranks = dist_impl::size();
+  place_ = {static_cast<uint64_t>(rank), static_cast<uint64_t>(ranks)};
+  if (plan_.dist_ranks == 0)
+    return;
+  std::string recorded = std::to_string(plan_.dist_ranks);
   if (static_cast<uint32_t>(ranks) != plan_.dist_ranks)
     throw GuardError("the recording runs collectives over " + recorded + " ranks, this run has " +
                      std::to_string(ranks) + " (run it under mpirun -np " + recorded +
                      ", or record it anew)");
-  if (plan_.dist_rank >= 0 && plan_.dist_rank != dist_impl::rank())
+  if (plan_.dist_rank >= 0 && plan_.dist_rank != rank)
     throw GuardError("the recording's sendrecv was recorded on rank " +
                      std::to_string(plan_.dist_rank) +
-                     " (its peers are absolute ranks) and "
-                     "cannot replay on rank " +
-                     std::to_string(dist_impl::rank()) + ": record it anew");
+                     " with absolute peers and cannot replay on rank " + std::to_string(rank) +
+                     " (ff::dist::relative peers replay on every rank): record it anew");
 }
 
 template <class Exec>
@@ -420,8 +441,8 @@ template <class Exec>
 void Replay<Exec>::check_guards(uint32_t begin, uint32_t end) {
   for (uint32_t k = begin; k < end; ++k) {
     const rec::Guard& g = d_.guards[plan_.guard_order[k]];
-    uint64_t a = rec::evaluate(d_, g.lhs, s_.size, "guard");
-    uint64_t b = rec::evaluate(d_, g.rhs, s_.size, "guard");
+    uint64_t a = rec::evaluate(d_, g.lhs, s_.size, place_, "guard");
+    uint64_t b = rec::evaluate(d_, g.rhs, s_.size, place_, "guard");
     bool outcome = compare(g.cmp, a, b);
     if (outcome != g.outcome)
       throw GuardError("recorded size guard " + std::to_string(plan_.guard_order[k]) + " (" +

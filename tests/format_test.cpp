@@ -78,7 +78,7 @@ bool modest(const ff::rec::RecordingData& d, size_t n) {
     if (op.code != ff::rec::OpCode::Alloc)
       continue;
     try {
-      sizes[op.dst] = ff::rec::evaluate(d, op.size_expr, sizes, "alloc");
+      sizes[op.dst] = ff::rec::evaluate(d, op.size_expr, sizes, {}, "alloc");
     } catch (const ff::Error&) {
       return true;  // the replay refuses it before allocating
     }
@@ -336,12 +336,12 @@ TEST_CASE("format: a session capture saves and loads, and replaying it is refuse
   REQUIRE_THROWS_WITH(c.replay({}), Contains("capture") && Contains("not replayed"));
 }
 
-TEST_CASE("format: the golden files of formats 1.0 to 1.6 load and replay", "[format]") {
+TEST_CASE("format: the golden files of formats 1.0 to 1.7 load and replay", "[format]") {
   // tests/data/recording-1.N.ffr: the "gather" sample, written by scripts/make-golden.sh with
   // format 1.N. Every later release of major version 1 must load them.
   ffr::fresh();
   std::string version =
-      GENERATE(as<std::string>(), "1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6");
+      GENERATE(as<std::string>(), "1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7");
   INFO("recording-" << version << ".ffr");
   ff::Recording g =
       ff::Recording::load(std::string(FF_TEST_DATA_DIR) + "/recording-" + version + ".ffr");
@@ -375,6 +375,63 @@ TEST_CASE("format: collectives (1.6) round-trip, and replay only where ff::dist 
                                        Contains("ff::dist is not initialised") &&
                                        Contains("mpirun -np 2"));
   CHECK((x + 1.f).to_vector() == std::vector<float>{2.f, 3.f});  // the call after works
+}
+
+TEST_CASE("format: relative peers and rank expressions (1.7) round-trip and read as written",
+          "[format]") {
+  ff::rec::RecordingData d = ff_samples::collective_recording(1, 3);
+  Bytes file = ff::format::write(*ff::rec::ValidatedRecording::check(d));
+  ff::format::ParsedFile f = ff::format::parse(file);
+  REQUIRE(f.recordings.size() == 1);
+  const ff::rec::RecordingData& back = *f.recordings[0];
+  const ff::rec::Op& op = back.ops[9];
+  ff::rec::CollectivePeers p = ff::rec::CollectivePeers::unpack(op.value, op.flag);
+  CHECK(p.peer == 1);
+  CHECK(p.peer_mode == ff::detail::PeerMode::Relative);
+  CHECK(p.source == -1);
+  CHECK(p.source_mode == ff::detail::PeerMode::Relative);
+  CHECK(p.rank == 1);
+  CHECK(ff::detail::to_string(p.dest()) == "rank+1");
+  CHECK(ff::detail::to_string(p.from()) == "rank-1");
+  CHECK(ff::rec::expr_to_string(back, back.ops[11].size_expr) == "(rank + ranks)");
+  CHECK(ff::rec::evaluate(back, back.ops[11].size_expr, {}, {2, 5}, "test") == 7u);
+  // Peers resolve on the replaying rank: relative ones are none past the ends, cyclic wrap.
+  using ff::detail::PeerMode;
+  using ff::detail::resolve_peer;
+  CHECK(resolve_peer({1, PeerMode::Relative}, 2, 3) == ff::detail::kNoPeer);
+  CHECK(resolve_peer({-1, PeerMode::Relative}, 0, 3) == ff::detail::kNoPeer);
+  CHECK(resolve_peer({-1, PeerMode::Relative}, 2, 3) == 1);
+  CHECK(resolve_peer({1, PeerMode::Cyclic}, 2, 3) == 0);
+  CHECK(resolve_peer({-4, PeerMode::Cyclic}, 0, 3) == 2);
+  CHECK(resolve_peer({7, PeerMode::Absolute}, 0, 3) == 7);  // checked where it is used
+  // A size operator past Ranks is refused.
+  ff::rec::RecordingData bad = d;
+  bad.exprs[1].op = static_cast<ff::SizeOp>(10);
+  CHECK_THROWS_AS(ff::rec::ValidatedRecording::check(bad), ff::FormatError);
+}
+
+TEST_CASE("format: a recording that reads the rank replays only where ff::dist runs", "[format]") {
+  ffr::fresh();
+  // Only the fill of rank + ranks elements: no collective, but the rank is read.
+  ff::rec::RecordingData d = ff_samples::collective_recording();
+  d.ops.erase(d.ops.begin(), d.ops.begin() + 10);
+  ff::rec::RecordingData only;
+  only.backend = d.backend;
+  only.slots = {d.slots[0], d.slots.back()};
+  only.slots[1].origin_index = 0;
+  only.slots[1].size_expr = 3;
+  only.inputs = {0};
+  only.exprs = d.exprs;
+  only.ops = d.ops;
+  for (ff::rec::Op& op : only.ops)
+    op.dst = 1;
+  only.outputs = {{1}};
+  ff::Recording r = from_data(ff::rec::ValidatedRecording::check(only));
+  ff::Float x = ff::Float::from({1.f, 2.f});
+  CHECK_THROWS_AS(r.replay({x}), ff::GuardError);
+  CHECK_THROWS_WITH(r.replay({x}),
+                    Contains("reads ff::dist's rank") && Contains("ff::dist is not initialised"));
+  CHECK((x * 2.f).to_vector() == std::vector<float>{2.f, 4.f});  // the call after works
 }
 
 TEST_CASE("format: damaged collective ops are refused", "[format][negative]") {
@@ -417,6 +474,18 @@ TEST_CASE("format: damaged collective ops are refused", "[format][negative]") {
   refused([&](auto& d) { d.ops[all_reduce].dst_offset = 4; },
           "a result written into part of a slot");
   refused([&](auto& d) { d.ops[all_reduce].value |= uint64_t{1} << 63; }, "stray bits");
+  uint32_t relative = 9;
+  refused([&](auto& d) { d.ops[relative].flag = 3; }, "an unknown destination mode");
+  refused([&](auto& d) { d.ops[relative].flag = 12; }, "an unknown source mode");
+  refused([&](auto& d) { d.ops[relative].flag = 16; }, "modes past four bits");
+  refused([&](auto& d) { d.ops[3].flag = 1; }, "peer modes on an all_gather");
+  refused(
+      [&](auto& d) {
+        d.ops[relative].flag = 0;  // the offsets read as absolute ranks are out of range
+        CollectivePeers p = CollectivePeers::unpack(d.ops[relative].value, 0);
+        CHECK((p.peer < 0 || p.peer >= 3));
+      },
+      "relative offsets read as ranks");
   CHECK_NOTHROW(ff::rec::ValidatedRecording::check(ff_samples::collective_recording(1, 3)));
 }
 

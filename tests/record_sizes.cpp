@@ -302,6 +302,25 @@ TEST_CASE("sizes: a plain integer taken from a size pins the recording to that s
   ff::set_log_level(ff::LogLevel::Warn);
 }
 
+TEST_CASE("sizes: a size handed to kernels with from_size replays as its expression",
+          "[record][size]") {
+  fresh();
+  Body body = [](const Inputs& in) {
+    Float x = in[0].as<Float>();
+    ff::Size n = ff::width(x);
+    // Per lane, per array of one, and as an integer index bound: none pins the recording.
+    UInt32 last = ff::from_size<UInt32>(ff::max(n, 1) - 1);
+    Float mean_like = ff::sum(x) / ff::from_size<Float>(n + 1);
+    return Inputs{x + ff::from_size<Float>(n * 2 + 1), mean_like,
+                  ff::gather<Float>(x, ff::min(ff::arange<UInt32>(n) + 1u, last))};
+  };
+  for (size_t rec : {0, 1, 6}) {
+    INFO("recorded at " << rec);
+    ff::Recording r = record_at(body, {rec});
+    CHECK(sweep(r, body, kSizes) == kSizes.size());
+  }
+}
+
 // ------------------------------------------------------------------------------------------
 // Class 6: recording at size 0
 

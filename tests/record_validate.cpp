@@ -137,7 +137,7 @@ TEST_CASE("the recording the validation tests damage uses every op kind and vali
 
 TEST_CASE("validation refuses damaged size expressions", "[record][validate][negative]") {
   check_rules({
-      {"an invalid operator", [](RecordingData& d) { d.exprs[0].op = static_cast<SizeOp>(9); },
+      {"an invalid operator", [](RecordingData& d) { d.exprs[0].op = static_cast<SizeOp>(10); },
        "size expression 0 has an invalid operator"},
       {"a slot leaf out of range",
        [](RecordingData& d) {

@@ -506,8 +506,10 @@ TEST_CASE("tools: recorder-replay: sizes tied by guards follow, a size a guard r
   CHECK_THAT(rejected.err, Contains("guard 0") && Contains("record this path anew"));
 }
 
-TEST_CASE("tools: recorder-dump shows each collective with its kind, peers, ranks and size",
-          "[tools]") {
+TEST_CASE(
+    "tools: recorder-dump shows each collective with its kind, peers, ranks and size, and rank "
+    "expressions",
+    "[tools]") {
   Result r = dump({data("collective.ffr")});
   INFO(r.out << r.err);
   CHECK(r.status == 0);
@@ -515,6 +517,8 @@ TEST_CASE("tools: recorder-dump shows each collective with its kind, peers, rank
   CHECK_THAT(r.out, Contains("all_gather float32 -> s2"));
   CHECK_THAT(r.out, Contains("broadcast float32 root 1 -> s3"));
   CHECK_THAT(r.out, Contains("sendrecv float32 to 1 from none -> s4"));
+  CHECK_THAT(r.out, Contains("sendrecv float32 to rank+1 from rank-1 -> s5"));
+  CHECK_THAT(r.out, Contains("(rank + ranks)"));
   CHECK_THAT(r.out, Contains("size(s0)"));
 }
 

@@ -50,6 +50,13 @@ VarId width_value_local(ScalarType t, VarId a) {
   return cast_local(t, count.get());
 }
 
+VarId size_value_local(ScalarType t, const Size& s) {
+  VarRef count(new_var(VarKind::Scalar, ScalarType::UInt64, 1, nullptr));
+  state()[count.get()].imm = raw_value(s);
+  state()[count.get()].value_prov = s.expr();
+  return cast_local(t, count.get());
+}
+
 VarId mean_local(VarId a) {
   ScalarType t = state()[a].type;
   VarRef total(reduce_local(Reduction::Sum, a));
@@ -77,7 +84,7 @@ VarId compress_local(VarId mask) {
   return var_from_buffer(std::move(out));
 }
 
-VarId collective_local(CollectiveKind kind, ReduceOp op, int peer, int source, VarId a) {
+VarId collective_local(CollectiveKind kind, ReduceOp op, PeerSpec peer, PeerSpec source, VarId a) {
   ScalarType t = state()[a].type;
   if (kind == CollectiveKind::AllReduce) {
     if (t == ScalarType::Bool && (op == ReduceOp::Add || op == ReduceOp::Mul))
@@ -89,21 +96,27 @@ VarId collective_local(CollectiveKind kind, ReduceOp op, int peer, int source, V
     if (static_cast<uint8_t>(op) > static_cast<uint8_t>(ReduceOp::Or))
       throw Error("ff::dist::all_reduce: invalid ReduceOp");
   }
+  for (PeerSpec p : {peer, source})
+    if (p.mode != PeerMode::Absolute && (p.value > kMaxPeerOffset || p.value < -kMaxPeerOffset))
+      throw Error(std::string("ff::dist::") + to_string(kind) + ": peer " + to_string(p) +
+                  " is further than " + std::to_string(kMaxPeerOffset) + " ranks away");
   std::shared_ptr<Buffer> in = input_buffer(a);
   Backend& backend = in->device->backend();
   dist_impl::Collective c;
   c.kind = kind;
   c.type = t;
   c.op = op;
-  c.root = peer;
-  c.dest = peer;
-  c.source = source;
+  c.rank = dist_impl::rank(to_string(kind));  // raises first where ff::dist is not running
+  c.ranks = dist_impl::size(to_string(kind));
+  c.root = peer.value;
+  c.dest_spec = peer;
+  c.source_spec = source;
+  c.dest = resolve_peer(peer, c.rank, c.ranks);
+  c.source = resolve_peer(source, c.rank, c.ranks);
   c.check = debug_checks();
   c.in = in->ptr;
   c.count = in->size;
-  c.out_count = backend.collective_count(c);  // raises first where ff::dist is not initialised
-  c.rank = dist_impl::rank();
-  c.ranks = dist_impl::size();
+  c.out_count = backend.collective_count(c);
   // An all_reduce keeps its input's size; the other kinds' sizes come from other ranks.
   auto out = alloc_buffer(t, c.out_count,
                           kind == CollectiveKind::AllReduce ? width_expr(a).get() : nullptr);
@@ -114,7 +127,7 @@ VarId collective_local(CollectiveKind kind, ReduceOp op, int peer, int source, V
 
 }  // namespace
 
-Handle var_collective(CollectiveKind kind, ReduceOp op, int peer, int source, Handle a) {
+Handle var_collective(CollectiveKind kind, ReduceOp op, PeerSpec peer, PeerSpec source, Handle a) {
   Operands o{a};
   Window w;
   return state().handle(collective_local(kind, op, peer, source, o[0]));
@@ -136,6 +149,11 @@ Handle var_width_value(ScalarType t, Handle a) {
   Operands o{a};
   Window w;
   return state().handle(width_value_local(t, o[0]));
+}
+
+Handle var_size_value(ScalarType t, const Size& s) {
+  Window w;
+  return state().handle(size_value_local(t, s));
 }
 
 Handle var_prefix_sum(Handle a, bool exclusive) {

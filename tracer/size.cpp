@@ -17,6 +17,13 @@ SizeExprPtr size_leaf(const std::shared_ptr<Buffer>& buffer) {
   return n;
 }
 
+Size dist_size_leaf(bool count, uint64_t value) {
+  auto n = std::make_shared<SizeExprNode>();
+  n->op = count ? SizeOp::Ranks : SizeOp::Rank;
+  n->value = value;
+  return Size(SizeExprPtr(std::move(n)));
+}
+
 bool same_expr(const SizeExprNode* a, const SizeExprNode* b) {
   if (a == b)
     return true;
@@ -24,8 +31,8 @@ bool same_expr(const SizeExprNode* a, const SizeExprNode* b) {
     return false;
   if (a->op == SizeOp::BufferSize)
     return a->buffer == b->buffer;
-  if (a->op == SizeOp::Const)
-    return true;
+  if (is_leaf(a->op))
+    return true;  // a constant, the rank or the rank count: equal values
   return same_expr(a->lhs.get(), b->lhs.get()) && same_expr(a->rhs.get(), b->rhs.get());
 }
 
@@ -40,6 +47,10 @@ void flatten(const SizeExprNode* e, uint64_t value, std::vector<SizeNode>& out) 
       break;
     case SizeOp::BufferSize:
       out.push_back({SizeOp::BufferSize, e->value, e->buffer->ptr});
+      break;
+    case SizeOp::Rank:
+    case SizeOp::Ranks:
+      out.push_back({e->op, e->value, nullptr});
       break;
     default:
       flatten(e->lhs.get(), e->lhs ? e->lhs->value : 0, out);
@@ -101,7 +112,19 @@ bool compare(SizeCmp cmp, const Size& a, const Size& b, const char* what,
 /// at any replay where the expression comes out differently.
 uint64_t pin(const Size& s) {
   uint64_t v = raw_value(s);
-  if (s.has_provenance() && recording_open()) {
+  if (s.has_provenance() && recording_open() &&
+      (s.expr()->op == SizeOp::Rank || s.expr()->op == SizeOp::Ranks)) {
+    // ff::dist::rank() or size() read as an int: the recording belongs to this rank (or rank
+    // count), as if it were part of the key.
+    bool count = s.expr()->op == SizeOp::Ranks;
+    compare(SizeCmp::Eq, s, Size(v),
+            count ? "ff::dist::size() read as an int" : "ff::dist::rank() read as an int");
+    logging::tracer().info(
+        "ff::dist::{}() = {} was read as an int inside a recording: it replays only where it "
+        "is {} (elsewhere ff::GuardError, and a frozen function records anew); "
+        "ff::dist::{}_expr() keeps it an expression that replays on every rank",
+        count ? "size" : "rank", v, v, count ? "size" : "rank");
+  } else if (s.has_provenance() && recording_open()) {
     std::string expr = s.to_string();
     compare(SizeCmp::Eq, s, Size(v), "a size converted to a plain integer");
     logging::tracer().warn(

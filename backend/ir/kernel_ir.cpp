@@ -86,6 +86,10 @@ const char* to_string(SizeOp op) {
       return "min";
     case SizeOp::Max:
       return "max";
+    case SizeOp::Rank:
+      return "rank";
+    case SizeOp::Ranks:
+      return "ranks";
   }
   return "invalid-size-op";
 }
@@ -121,6 +125,11 @@ std::string to_string(SizeProv prov, const std::function<std::string(const void*
         stack.push_back("width(" + name_buffer(n.buffer) + ")");
         break;
       }
+      case SizeOp::Rank:
+      case SizeOp::Ranks:
+        stack.push_back(std::string("ff::dist::") + (n.op == SizeOp::Rank ? "rank" : "size") +
+                        "()");
+        break;
       default: {
         if (stack.size() < 2)
           return "<malformed>";

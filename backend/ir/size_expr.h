@@ -23,12 +23,20 @@ enum class SizeOp : uint8_t {
   Div = 5,  // floor division; division by zero is refused
   Min = 6,
   Max = 7,
+  Rank = 8,   // since format 1.7: this process's ff::dist rank (a replay reads its own)
+  Ranks = 9,  // since format 1.7: the number of ff::dist ranks
 };
 const char* to_string(SizeOp op);
 
+/// Leaves have no operands: constants, a buffer's size, the rank and the rank count.
+constexpr bool is_leaf(SizeOp op) {
+  return op == SizeOp::Const || op == SizeOp::BufferSize || op == SizeOp::Rank ||
+         op == SizeOp::Ranks;
+}
+
 struct SizeNode {
   SizeOp op;
-  uint64_t value = 0;            // Const: the constant; BufferSize: the size while tracing
+  uint64_t value = 0;            // Const: the constant; else the value while tracing
   const void* buffer = nullptr;  // BufferSize
 };
 

@@ -596,6 +596,16 @@ Size width(const Array<T>& a) {
   return a.size();
 }
 
+/// An array of one element holding `s` (converted to the element type): for kernels that
+/// compute with a size (`width(x) - 1`, ff::dist::rank_expr()). Inside a recording its value
+/// is `s`'s expression, evaluated at every replay (a kernel argument: any value reuses one
+/// kernel), not the value while tracing.
+template <ArrayType A>
+
+requires(!std::is_same_v<typename A::Value, bool>) A from_size(const Size& s) {
+  return A::steal(detail::var_size_value(A::kType, s));
+}
+
 /// Evaluates the arrays (and every pending scatter) now; other lazy arrays stay lazy.
 template <ArrayType... A>
 void eval(const A&... arrays) {

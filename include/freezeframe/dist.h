@@ -30,8 +30,45 @@ void finalize();
 /// True between init() and finalize().
 bool initialized();
 /// This process's rank in [0, size()), and the number of ranks. ff::Error before init().
+/// Read inside a recording (ff::record, a frozen function's first call), the int pins the
+/// recording to it: a guard `rank == r` (or `ranks == n`), so a replay on another rank raises
+/// ff::GuardError and a frozen function records that rank's call anew. rank_expr() keeps the
+/// rank an expression instead.
 int rank();
 int size();
+
+/// This rank and the rank count as ff::Size: inside a recording, expressions that every replay
+/// evaluates on its own process (so a recording that computes a row offset or a neighbour
+/// from them replays correctly on every rank: ff::dist::share). Arithmetic keeps them
+/// expressions; a comparison records a guard, and a conversion to an int pins them, like any
+/// ff::Size. ff::from_size turns one into an array for kernels.
+Size rank_expr();
+Size size_expr();
+
+/// A peer of sendrecv: a rank (or kNone), converted from an int, or a rank relative to the
+/// calling one (relative(), cyclic()). A recording keeps a relative peer as an offset and
+/// resolves it on the replaying rank, so a halo exchange recorded on one rank replays on all;
+/// one with an absolute peer replays only on the rank that recorded it.
+struct Peer {
+  Peer(int rank) : spec{rank, ff::detail::PeerMode::Absolute} {}  // NOLINT: implicit by design
+
+  ff::detail::PeerSpec spec;
+};
+
+/// The rank `offset` away from the calling one; kNone before rank 0 or past the last rank (the
+/// edges of a domain split into bands). |offset| <= 2^20 - 1.
+inline Peer relative(int offset) {
+  Peer p(kNone);
+  p.spec = {offset, ff::detail::PeerMode::Relative};
+  return p;
+}
+
+/// The rank `offset` away from the calling one, wrapping around (a periodic domain, a ring).
+inline Peer cyclic(int offset) {
+  Peer p(kNone);
+  p.spec = {offset, ff::detail::PeerMode::Cyclic};
+  return p;
+}
 
 namespace detail {
 [[noreturn]] void refuse_gradient(const char* what);
@@ -43,12 +80,12 @@ void share_recordings(const std::function<void(const std::string&)>& save,
                       const std::function<void(const std::string&)>& load, int root);
 
 template <class T>
-Array<T> collective(ff::detail::CollectiveKind kind, ReduceOp op, int peer, int source,
+Array<T> collective(ff::detail::CollectiveKind kind, ReduceOp op, Peer peer, Peer source,
                     const Array<T>& x, const char* what) {
   if constexpr (ff::detail::kDifferentiable<T>)
     if (x.ad_index()) [[unlikely]]
       refuse_gradient(what);
-  return Array<T>::steal(ff::detail::var_collective(kind, op, peer, source, x.id()));
+  return Array<T>::steal(ff::detail::var_collective(kind, op, peer.spec, source.spec, x.id()));
 }
 }  // namespace detail
 
@@ -77,9 +114,10 @@ Array<T> broadcast(const Array<T>& x, int root) {
 
 /// Sends x to rank `dest` and returns what rank `source` sent this rank (its size is the size
 /// source sent): one step of a halo exchange. kNone as dest sends nothing; as source, the
-/// result is empty.
+/// result is empty. Peers relative to this rank (relative(+1), cyclic(-1)) make a recording
+/// that replays on every rank.
 template <class T>
-Array<T> sendrecv(const Array<T>& x, int dest, int source) {
+Array<T> sendrecv(const Array<T>& x, Peer dest, Peer source) {
   return detail::collective(ff::detail::CollectiveKind::SendRecv, ReduceOp::Add, dest, source, x,
                             "sendrecv");
 }
@@ -88,10 +126,11 @@ Array<T> sendrecv(const Array<T>& x, int dest, int source) {
 /// file format of f.save, broadcast): a later call of a kind the root recorded replays there
 /// without tracing; a call of another kind (another key: rank-specific C++ arguments are part of
 /// it) records for itself, with an info line. Collective: every rank calls it with the same
-/// root. Values a body reads from its captures are baked into a recording, as ever in
-/// ff::freeze: a body that captures something rank-specific must take it as an argument to be
-/// shared. A sendrecv's recording replays only on the rank that recorded it (ff::GuardError, so
-/// the call records for itself). docs/dist.md, "Sharing".
+/// root. A recording replays right on every rank when its rank-specific parts are expressions
+/// (rank_expr(), relative() peers); an int read of rank() or a peer given as a rank pins a
+/// recording to its rank (elsewhere ff::GuardError, and the call records for itself). Values a
+/// body reads from its captures are baked in, as ever in ff::freeze: take rank-specific values
+/// as arguments or read them inside the body. docs/dist.md, "Sharing".
 template <class F>
 void share(F& f, int root) {
   detail::share_recordings([&](const std::string& path) { f.save(path); },

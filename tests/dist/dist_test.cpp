@@ -17,6 +17,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "examples/heat_dist.h"
 #include "frontend/recording_state.h"
 #include "support/collective_recording.h"
 
@@ -516,6 +517,156 @@ TEST_CASE("dist: a recording made with another rank count is refused before any 
                         Catch::Contains("this run has " + std::to_string(n)));
   // Nothing was issued: the next collective lines up on every rank.
   CHECK(ff::dist::all_reduce(x, ff::ReduceOp::Max).to_vector() == std::vector<float>{1.f, 2.f});
+}
+
+TEMPLATE_TEST_CASE("dist: sendrecv with peers relative to the rank", "", int32_t, float) {
+  using T = TestType;
+  int n = ff::dist::size(), r = ff::dist::rank();
+  for (size_t base : kSizes) {
+    size_t mine = base + static_cast<size_t>(r);
+    ff::Array<T> x = ff::Array<T>::from(values<T>(r, mine));
+    INFO("base size " << base);
+    int prev = (r + n - 1) % n;
+    // A ring: cyclic peers wrap around.
+    CHECK(ff::dist::sendrecv(x, ff::dist::cyclic(+1), ff::dist::cyclic(-1)).to_vector() ==
+          values<T>(prev, base + static_cast<size_t>(prev)));
+    // Offsets of several ranks, and further than the ranks go (n + 1 is rank + 1 again).
+    int back2 = ((r - 2) % n + n) % n;
+    CHECK(ff::dist::sendrecv(x, ff::dist::cyclic(2), ff::dist::cyclic(-2 - n)).to_vector() ==
+          values<T>(back2, base + static_cast<size_t>(back2)));
+    // A line: relative peers are none past the ends.
+    std::vector<T> line =
+        ff::dist::sendrecv(x, ff::dist::relative(+1), ff::dist::relative(-1)).to_vector();
+    if (r == 0)
+      CHECK(line.empty());
+    else
+      CHECK(line == values<T>(r - 1, base + static_cast<size_t>(r - 1)));
+    // Mixed with an absolute kNone: send nothing, receive from the next rank.
+    std::vector<T> up =
+        ff::dist::sendrecv(x, ff::dist::relative(-1), ff::dist::relative(+1)).to_vector();
+    if (r == n - 1)
+      CHECK(up.empty());
+    else
+      CHECK(up == values<T>(r + 1, base + static_cast<size_t>(r + 1)));
+  }
+  CHECK_THROWS_WITH(
+      ff::dist::sendrecv(ff::Float::from({1.f}), ff::dist::relative(1 << 20), ff::dist::kNone),
+      Catch::Contains("sendrecv") && Catch::Contains("further than"));
+}
+
+TEST_CASE("dist: the rank as an expression: rank_expr, size_expr and from_size") {
+  int n = ff::dist::size(), r = ff::dist::rank();
+  ff::Size rank = ff::dist::rank_expr(), ranks = ff::dist::size_expr();
+  CHECK(rank.has_provenance());
+  CHECK(rank == static_cast<uint64_t>(r));
+  CHECK(ranks == static_cast<uint64_t>(n));
+  CHECK(rank.to_string() == "ff::dist::rank()");
+  ff::UInt32 v = ff::from_size<ff::UInt32>(rank * 10 + ranks);
+  CHECK(v.to_vector() == std::vector<uint32_t>{static_cast<uint32_t>(r * 10 + n)});
+  // It broadcasts like any array of one element.
+  CHECK((ff::arange<ff::UInt32>(3) + ff::from_size<ff::UInt32>(rank)).to_vector() ==
+        std::vector<uint32_t>{static_cast<uint32_t>(r), static_cast<uint32_t>(r + 1),
+                              static_cast<uint32_t>(r + 2)});
+  // And sizes: arange(rank + 1) has rank + 1 elements.
+  CHECK(ff::arange<ff::Int32>(rank + 1).to_vector().size() == static_cast<size_t>(r + 1));
+}
+
+namespace {
+
+/// Every rank's band of a value that depends on the rank only through expressions.
+ff::Float rank_band(const ff::Float& x) {
+  ff::Size first = ff::width(x) * ff::dist::rank_expr();  // this rank's first global index
+  return x + ff::from_size<ff::Float>(first + ff::dist::size_expr());
+}
+
+std::vector<float> rank_band_want(size_t size, int r, int n) {
+  std::vector<float> want(size);
+  for (size_t i = 0; i < size; ++i)
+    want[i] = static_cast<float>(i) +
+              static_cast<float>(size * static_cast<size_t>(r) + static_cast<size_t>(n));
+  return want;
+}
+
+}  // namespace
+
+TEST_CASE("dist: a recording that reads the rank as an expression replays right on every rank") {
+  int n = ff::dist::size(), r = ff::dist::rank();
+  // Recorded on the root alone (no collectives inside), shared, replayed everywhere without
+  // tracing, at other sizes: each rank gets its own rank's values.
+  auto f = ff::freeze(rank_band, ff::FreezeOptions{.name = "rank band"});
+  if (r == 0)
+    CHECK(f(ff::arange<ff::Float>(4)).to_vector() == rank_band_want(4, 0, n));
+  ff::dist::share(f, 0);
+  for (size_t size : {0, 1, 2, 3, 7, 13}) {
+    INFO("size " << size);
+    CHECK(f(ff::arange<ff::Float>(size)).to_vector() == rank_band_want(size, r, n));
+  }
+  CHECK(f.n_recordings() == (r == 0 ? 1u : 0u));  // traced on the root only
+  CHECK(f.n_replays() == 6);
+  // The same through a file, replayed by ff::Recording.
+  ff::Float x = ff::arange<ff::Float>(5);
+  ff::Recording rec = ff::record({x}, [&] { return std::vector<ff::AnyArray>{rank_band(x)}; });
+  std::string path = "dist_rank_expr_rank0.ffr";
+  if (r == 0)
+    rec.save(path);
+  ff::dist::all_reduce(ff::Float::from({0.f}), ff::ReduceOp::Add).to_vector();  // written
+  ff::Recording root = ff::Recording::load(path);
+  CHECK(root.replay({ff::arange<ff::Float>(3)})[0].as<ff::Float>().to_vector() ==
+        rank_band_want(3, r, n));
+  ff::dist::all_reduce(ff::Float::from({0.f}), ff::ReduceOp::Add).to_vector();  // read
+  if (r == 0)
+    std::remove(path.c_str());
+}
+
+TEST_CASE("dist: an int read of rank() pins a recording to its rank: other ranks record anew") {
+  int n = ff::dist::size(), r = ff::dist::rank();
+  // The silent wrong result this prevents: the root's rank baked into a shared recording.
+  auto f = ff::freeze(
+      [](const ff::Float& x) {
+        return ff::dist::rank() == 0 ? x + 100.f : x + static_cast<float>(ff::dist::size());
+      },
+      ff::FreezeOptions{.name = "rank read as an int"});
+  if (r == 0)
+    CHECK(f(ff::Float::from({1.f})).to_vector() == std::vector<float>{101.f});
+  ff::dist::share(f, 0);
+  float add = r == 0 ? 100.f : static_cast<float>(n);
+  CHECK(f(ff::Float::from({1.f, 2.f})).to_vector() == std::vector<float>{1.f + add, 2.f + add});
+  CHECK(f(ff::Float::from({3.f})).to_vector() == std::vector<float>{3.f + add});
+  // The root replays its own; another rank's guard fails (before any op) and it records once,
+  // then replays that.
+  CHECK(f.n_recordings() == 1);
+  CHECK(f.n_replays() == (r == 0 ? 2u : 1u));
+}
+
+TEST_CASE("dist: a shared halo step equals the unshared one on every rank, without tracing") {
+  int ranks = ff::dist::size(), r = ff::dist::rank();
+  uint32_t n = 37;  // rows not divisible by 2 or 3: the bands differ in size
+  heat_dist::Local l = heat_dist::local_plate(r, ranks, n);
+  auto run = [&](auto& step) {
+    ff::Float u = ff::Float::from(l.grid);
+    heat_dist::exchange_halos(u, n);
+    for (int s = 0; s < 5; ++s)
+      u = step(u, n);
+    return heat_dist::gather_plate(u, l, n);
+  };
+  // Unshared: every rank records its own step.
+  auto own = ff::freeze(heat_dist::local_step, ff::FreezeOptions{.name = "own halo step"});
+  std::vector<float> want = run(own);
+  CHECK(own.n_recordings() == 1);
+  // Shared: the root's recording, saved as a later run would load it, on every rank.
+  std::string path = "dist_halo_step_rank0.ffr";
+  if (r == 0)
+    own.save(path);
+  ff::dist::all_reduce(ff::Float::from({0.f}), ff::ReduceOp::Add).to_vector();  // written
+  auto shared = ff::freeze(heat_dist::local_step, ff::FreezeOptions{.name = "shared halo step"});
+  shared.load(path);
+  std::vector<float> got = run(shared);
+  CHECK(got == want);                 // bit for bit
+  CHECK(shared.n_recordings() == 0);  // no rank traced the step
+  CHECK(shared.n_replays() == 5);
+  ff::dist::all_reduce(ff::Float::from({0.f}), ff::ReduceOp::Add).to_vector();  // read
+  if (r == 0)
+    std::remove(path.c_str());
 }
 
 TEST_CASE("dist: a grad-enabled array is refused with a named error") {

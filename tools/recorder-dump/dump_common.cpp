@@ -23,7 +23,7 @@ MemoryFigures memory_figures(const rec::RecordingData& d) {
       }
       uint64_t n = 0;
       try {
-        n = rec::evaluate(d, op.size_expr, sizes, "alloc");
+        n = rec::evaluate(d, op.size_expr, sizes, rec::recorded_place(d), "alloc");
       } catch (const Error&) {
         m.exact = false;
         continue;
@@ -115,15 +115,15 @@ std::string op_detail(const rec::RecordingData& d, const rec::Op& op, bool by_ha
       return "";
     case rec::OpCode::Collective: {
       auto kind = static_cast<rec::CollectiveKind>(op.sub);
-      rec::CollectivePeers p = rec::CollectivePeers::unpack(op.value);
+      bool sendrecv = kind == rec::CollectiveKind::SendRecv;
+      rec::CollectivePeers p = rec::CollectivePeers::unpack(op.value, sendrecv ? op.flag : 0);
       std::string s = std::string(to_string(kind)) + " " + to_string(op.type);
       if (kind == rec::CollectiveKind::AllReduce)
         s += std::string(" ") + to_string(static_cast<ReduceOp>(op.flag));
       if (kind == rec::CollectiveKind::Broadcast)
         s += " root " + std::to_string(p.peer);
-      auto peer = [](int r) { return r < 0 ? std::string("none") : std::to_string(r); };
-      if (kind == rec::CollectiveKind::SendRecv)
-        s += " to " + peer(p.peer) + " from " + peer(p.source);
+      if (sendrecv)
+        s += " to " + ff::detail::to_string(p.dest()) + " from " + ff::detail::to_string(p.from());
       return s + " -> s" + std::to_string(op.dst) + " (rank " + std::to_string(p.rank) + " of " +
              std::to_string(op.elem_size) + ")";
     }
@@ -142,7 +142,7 @@ std::string op_size_value(const rec::RecordingData& d, const rec::Op& op) {
   for (size_t s = 0; s < d.slots.size(); ++s)
     sizes[s] = d.slots[s].recorded_size;
   try {
-    return std::to_string(rec::evaluate(d, op.size_expr, sizes, "size"));
+    return std::to_string(rec::evaluate(d, op.size_expr, sizes, rec::recorded_place(d), "size"));
   } catch (const Error&) {
     return "";
   }

@@ -203,7 +203,7 @@ class Timer final : public ff::replay::OpObserver {
     uint32_t expr = d_.ops[op].size_expr;
     if (expr != ff::rec::kNone) {
       try {
-        e.size = ff::rec::evaluate(d_, expr, slot_sizes, "size");
+        e.size = ff::rec::evaluate(d_, expr, slot_sizes, place_, "size");
         e.has_size = true;
       } catch (const ff::Error&) {
       }
@@ -221,6 +221,12 @@ class Timer final : public ff::replay::OpObserver {
   ff::Backend& backend_;
   bool sync_each_, trace_;
   Clock::time_point origin_, start_;
+  // The sizes of a recording that reads the rank are this process's (ff::dist runs here when
+  // the recording needs it), else as recorded.
+  ff::rec::RankPlace place_ = ff::dist::initialized()
+                                  ? ff::rec::RankPlace{static_cast<uint64_t>(ff::dist::rank()),
+                                                       static_cast<uint64_t>(ff::dist::size())}
+                                  : ff::rec::recorded_place(d_);
 };
 
 nlohmann::json trace_json(const ff::rec::RecordingData& d, const Timer& t, const std::string& file,

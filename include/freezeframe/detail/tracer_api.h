@@ -100,7 +100,7 @@ Handle var_prefix_sum(Handle a, bool exclusive);
 Handle var_compress(Handle mask);
 /// Runs a collective of ff::dist on `a` (evaluated first) and returns its result: `op` for
 /// AllReduce, `peer` the root of a Broadcast or the dest of a SendRecv, `source` its source.
-Handle var_collective(CollectiveKind kind, ReduceOp op, int peer, int source, Handle a);
+Handle var_collective(CollectiveKind kind, ReduceOp op, PeerSpec peer, PeerSpec source, Handle a);
 
 void var_eval(std::span<const Handle> vars);
 void var_make_opaque(std::span<const Handle> vars);
@@ -142,6 +142,12 @@ bool var_in_region();
 /// A variable of `t` and size 1 holding the number of elements of `a`, with provenance: a
 /// recording replays it as the replay's size (mean's divisor).
 Handle var_width_value(ScalarType t, Handle a);
+/// A variable of `t` and size 1 holding `s` (converted to `t`), with its provenance: a recording
+/// replays it as the expression evaluated at replay (a kernel argument, not a constant).
+Handle var_size_value(ScalarType t, const Size& s);
+/// ff::dist's rank (`count` false) or rank count as a Size leaf: "this rank" inside a
+/// recording, which every replay evaluates on its own process.
+Size dist_size_leaf(bool count, uint64_t value);
 /// FF_DEBUG: the warning that `lanes` lanes of loop `label` were still active when it stopped
 /// at its iteration limit.
 void warn_iteration_limit(const std::string& label, uint64_t lanes, uint64_t limit);
