@@ -16,9 +16,15 @@ if(FF_FUZZ)
   list(APPEND FF_SANITIZE_FLAGS -fsanitize=fuzzer-no-link)
 endif()
 
+# A folder may compile its own targets with fewer checks by setting FF_SANITIZE_COMPILE_FLAGS
+# (tests/ does); they still link every sanitizer's runtime, which the library needs.
 function(ff_apply_sanitizers target)
   if(FF_SANITIZE_FLAGS)
-    target_compile_options(${target} PRIVATE ${FF_SANITIZE_FLAGS})
+    if(DEFINED FF_SANITIZE_COMPILE_FLAGS)
+      target_compile_options(${target} PRIVATE ${FF_SANITIZE_COMPILE_FLAGS})
+    else()
+      target_compile_options(${target} PRIVATE ${FF_SANITIZE_FLAGS})
+    endif()
     target_link_options(${target} PUBLIC ${FF_SANITIZE_FLAGS})
   endif()
 endfunction()

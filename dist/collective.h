@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "freezeframe/detail/collective_kind.h"
 #include "freezeframe/reduce_op.h"
@@ -34,6 +35,9 @@ struct Collective {
   size_t out_count = 0;
   int rank = 0;   // this process's rank and the number of ranks (filled in by the tracer, for
   int ranks = 1;  // the recorder: a recording replays only with as many ranks)
+  // AllGather: every rank's count, as collective_count exchanged them; the collective reuses
+  // them instead of exchanging again (the same Collective goes to both calls).
+  mutable std::vector<uint64_t> counts;
 };
 
 }  // namespace ff::dist_impl

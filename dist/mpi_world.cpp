@@ -294,8 +294,9 @@ size_t exchange_count(const Collective& c) {
     case CollectiveKind::AllReduce:
       return c.count;
     case CollectiveKind::AllGather: {
+      c.counts = gather_counts(comm, c.count, c);  // kept for run(): one exchange, not two
       uint64_t total = 0;
-      for (uint64_t n : gather_counts(comm, c.count, c))
+      for (uint64_t n : c.counts)
         total += n;
       return total;
     }
@@ -335,7 +336,10 @@ void run(const Collective& c) {
       return;
     }
     case CollectiveKind::AllGather: {
-      std::vector<uint64_t> counts = gather_counts(comm, c.count, c);
+      // Every rank counted first (exchange_count), or none did (a Collective built by hand).
+      std::vector<uint64_t> counts = c.counts.size() == static_cast<size_t>(w.size)
+                                         ? c.counts
+                                         : gather_counts(comm, c.count, c);
       std::vector<int> n(counts.size()), displ(counts.size());
       size_t at = 0;
       for (size_t r = 0; r < counts.size(); ++r) {

@@ -347,11 +347,12 @@ void Replay<Exec>::check_ranks() {
   place_ = {static_cast<uint64_t>(rank), static_cast<uint64_t>(ranks)};
   if (plan_.dist_ranks == 0)
     return;
-  std::string recorded = std::to_string(plan_.dist_ranks);
-  if (static_cast<uint32_t>(ranks) != plan_.dist_ranks)
+  if (static_cast<uint32_t>(ranks) != plan_.dist_ranks) {
+    std::string recorded = std::to_string(plan_.dist_ranks);
     throw GuardError("the recording runs collectives over " + recorded + " ranks, this run has " +
                      std::to_string(ranks) + " (run it under mpirun -np " + recorded +
                      ", or record it anew)");
+  }
   if (plan_.dist_rank >= 0 && plan_.dist_rank != rank)
     throw GuardError("the recording's sendrecv was recorded on rank " +
                      std::to_string(plan_.dist_rank) +

@@ -17,86 +17,63 @@ inline ff::rec::RecordingData collective_recording(int rank = 0, int ranks = 2) 
   d.backend = "llvm";
   d.slots.push_back(Slot{ff::ScalarType::Float32, SlotOrigin::Input, 0, 4, kNone});
   d.inputs.push_back(0);
-  d.exprs.push_back(ExprNode{ff::SizeOp::BufferSize, 0, 0, kNone, kNone});  // size(s0)
-  auto kinds = {CollectiveKind::AllReduce, CollectiveKind::AllGather, CollectiveKind::Broadcast,
-                CollectiveKind::SendRecv};
-  for (CollectiveKind kind : kinds) {
+  d.exprs.push_back(ExprNode{ff::SizeOp::BufferSize, 0, 0, kNone, kNone});  // 0: size(s0)
+  d.exprs.push_back(ExprNode{ff::SizeOp::Rank, 0, kNone, kNone, kNone});    // 1: rank
+  d.exprs.push_back(ExprNode{ff::SizeOp::Ranks, 0, kNone, kNone, kNone});   // 2: ranks
+  d.exprs.push_back(ExprNode{ff::SizeOp::Add, 0, kNone, 1, 2});             // 3: rank + ranks
+  // A fresh float32 slot of `size` elements (expression `expr`), allocated and an output.
+  auto alloc_output = [&](uint64_t size, uint32_t expr) {
     auto slot = static_cast<uint32_t>(d.slots.size());
-    auto at = static_cast<uint32_t>(d.ops.size());
-    d.slots.push_back(Slot{ff::ScalarType::Float32, SlotOrigin::Alloc, at, 4, 0});
+    d.slots.push_back(Slot{ff::ScalarType::Float32, SlotOrigin::Alloc,
+                           static_cast<uint32_t>(d.ops.size()), size, expr});
     Op alloc;
     alloc.code = OpCode::Alloc;
     alloc.type = ff::ScalarType::Float32;
     alloc.dst = slot;
-    alloc.size_expr = 0;
+    alloc.size_expr = expr;
     d.ops.push_back(alloc);
+    d.outputs.push_back(RecordingData::Output{slot});
+    return slot;
+  };
+  auto collective = [&](CollectiveKind kind, CollectivePeers peers) {
     Op op;
     op.code = OpCode::Collective;
     op.sub = static_cast<uint8_t>(kind);
     op.type = ff::ScalarType::Float32;
     op.src = 0;
-    op.dst = slot;
+    op.dst = alloc_output(4, 0);
     op.size_expr = 0;
     op.elem_size = static_cast<uint32_t>(ranks);
-    CollectivePeers peers;
     peers.rank = rank;
-    if (kind == CollectiveKind::Broadcast)
-      peers.peer = 1;
-    if (kind == CollectiveKind::SendRecv) {
-      peers.peer = rank + 1 < ranks ? rank + 1 : -1;
-      peers.source = rank > 0 ? rank - 1 : -1;
-    }
     op.value = peers.pack();
+    if (kind == CollectiveKind::SendRecv)
+      op.flag = peers.modes();
     d.ops.push_back(op);
-    d.outputs.push_back(RecordingData::Output{slot});
-  }
+  };
+  collective(CollectiveKind::AllReduce, {});
+  collective(CollectiveKind::AllGather, {});
+  CollectivePeers root;
+  root.peer = 1;
+  collective(CollectiveKind::Broadcast, root);
+  CollectivePeers line;
+  line.peer = rank + 1 < ranks ? rank + 1 : -1;
+  line.source = rank > 0 ? rank - 1 : -1;
+  collective(CollectiveKind::SendRecv, line);
   // Format 1.7: a sendrecv with relative peers, and a fill of rank + ranks elements.
-  auto slot = static_cast<uint32_t>(d.slots.size());
-  d.slots.push_back(
-      Slot{ff::ScalarType::Float32, SlotOrigin::Alloc, static_cast<uint32_t>(d.ops.size()), 4, 0});
-  Op alloc;
-  alloc.code = OpCode::Alloc;
-  alloc.type = ff::ScalarType::Float32;
-  alloc.dst = slot;
-  alloc.size_expr = 0;
-  d.ops.push_back(alloc);
-  Op relative;
-  relative.code = OpCode::Collective;
-  relative.sub = static_cast<uint8_t>(CollectiveKind::SendRecv);
-  relative.type = ff::ScalarType::Float32;
-  relative.src = 0;
-  relative.dst = slot;
-  relative.size_expr = 0;
-  relative.elem_size = static_cast<uint32_t>(ranks);
-  CollectivePeers peers;
-  peers.rank = rank;
-  peers.peer = +1;
-  peers.peer_mode = PeerMode::Relative;
-  peers.source = -1;
-  peers.source_mode = PeerMode::Relative;
-  relative.value = peers.pack();
-  relative.flag = peers.modes();
-  d.ops.push_back(relative);
-  d.outputs.push_back(RecordingData::Output{slot});
-  d.exprs.push_back(ExprNode{ff::SizeOp::Rank, 0, kNone, kNone, kNone});   // 1: rank
-  d.exprs.push_back(ExprNode{ff::SizeOp::Ranks, 0, kNone, kNone, kNone});  // 2: ranks
-  d.exprs.push_back(ExprNode{ff::SizeOp::Add, 0, kNone, 1, 2});            // 3: rank + ranks
-  slot = static_cast<uint32_t>(d.slots.size());
-  d.slots.push_back(Slot{ff::ScalarType::Float32, SlotOrigin::Alloc,
-                         static_cast<uint32_t>(d.ops.size()), static_cast<uint64_t>(rank + ranks),
-                         3});
-  alloc.dst = slot;
-  alloc.size_expr = 3;
-  d.ops.push_back(alloc);
+  CollectivePeers relative;
+  relative.peer = +1;
+  relative.peer_mode = PeerMode::Relative;
+  relative.source = -1;
+  relative.source_mode = PeerMode::Relative;
+  collective(CollectiveKind::SendRecv, relative);
   Op fill;
   fill.code = OpCode::Fill;
   fill.type = ff::ScalarType::Float32;
-  fill.dst = slot;
+  fill.dst = alloc_output(static_cast<uint64_t>(rank + ranks), 3);
   fill.size_expr = 3;
   fill.elem_size = 4;
   fill.value = 0x3f800000;  // 1.0f
   d.ops.push_back(fill);
-  d.outputs.push_back(RecordingData::Output{slot});
   return d;
 }
 
