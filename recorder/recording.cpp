@@ -63,6 +63,11 @@ CollectivePeers CollectivePeers::unpack(uint64_t v, uint8_t modes) {
   return p;
 }
 
+CollectivePeers collective_peers(const Op& op) {
+  bool sendrecv = static_cast<CollectiveKind>(op.sub) == CollectiveKind::SendRecv;
+  return CollectivePeers::unpack(op.value, sendrecv ? op.flag : 0);
+}
+
 bool CollectivePeers::valid_modes(uint8_t modes) {
   auto ok = [](unsigned m) { return m <= static_cast<unsigned>(PeerMode::Cyclic); };
   return modes < 16 && ok(modes & 3u) && ok(modes >> 2);
@@ -421,10 +426,10 @@ class RecordingValidator {
       fail(where, " writes its result into part of a slot or into an input");
     if (op.elem_size < 1 || op.elem_size > CollectivePeers::kMaxRank + 1)
       fail(where, " was recorded with " + std::to_string(op.elem_size) + " ranks");
-    CollectivePeers p = CollectivePeers::unpack(op.value, sendrecv ? op.flag : 0);
+    CollectivePeers p = collective_peers(op);
     for (const Op& first : d_.ops)
       if (first.code == OpCode::Collective) {
-        if (first.elem_size != op.elem_size || CollectivePeers::unpack(first.value).rank != p.rank)
+        if (first.elem_size != op.elem_size || collective_peers(first).rank != p.rank)
           fail(where,
                " was recorded on another rank or rank count than the recording's first "
                "collective");

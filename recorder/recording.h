@@ -83,7 +83,7 @@ struct CollectivePeers {
   uint64_t pack() const;
   /// The modes, as a SendRecv's Op::flag.
   uint8_t modes() const;
-  /// `modes`: a SendRecv's Op::flag (0 for the other kinds).
+  /// `modes`: a SendRecv's Op::flag (0 for the other kinds; collective_peers(op) picks).
   static CollectivePeers unpack(uint64_t v, uint8_t modes = 0);
   /// Whether `modes` (a SendRecv's flag) names two known modes.
   static bool valid_modes(uint8_t modes);
@@ -109,6 +109,10 @@ struct Op {
   uint32_t elem_size = 0;                     // Fill: bytes per element (1, 2, 4 or 8)
   uint32_t access_begin = 0, access_end = 0;  // range in accesses
 };
+
+/// The peers of a Collective op, with a SendRecv's modes from its flag (an all_reduce's flag
+/// is its reduction).
+CollectivePeers collective_peers(const Op& op);
 
 /// A kernel argument of a Launch.
 struct LaunchArg {

@@ -91,8 +91,7 @@ uint32_t add_expr(RecordingData& data, SizeProv prov, SlotMap& slots, uint64_t f
 RankPlace recorded_place(const RecordingData& data) {
   for (const Op& op : data.ops)
     if (op.code == OpCode::Collective)
-      return {static_cast<uint64_t>(std::max(CollectivePeers::unpack(op.value).rank, 0)),
-              op.elem_size};
+      return {static_cast<uint64_t>(std::max(collective_peers(op).rank, 0)), op.elem_size};
   return {};
 }
 

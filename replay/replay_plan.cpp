@@ -142,12 +142,11 @@ ReplayPlan::ReplayPlan(rec::ValidatedRecording data, Backend& backend)
     }
     if (op.code == rec::OpCode::Collective) {
       dist_ranks = op.elem_size;  // validation: the same in every collective of a recording
-      if (static_cast<rec::CollectiveKind>(op.sub) == rec::CollectiveKind::SendRecv) {
-        rec::CollectivePeers peers = rec::CollectivePeers::unpack(op.value, op.flag);
-        if (peers.peer_mode == rec::PeerMode::Absolute ||
-            peers.source_mode == rec::PeerMode::Absolute)
-          dist_rank = peers.rank;
-      }
+      rec::CollectivePeers peers = rec::collective_peers(op);
+      if (static_cast<rec::CollectiveKind>(op.sub) == rec::CollectiveKind::SendRecv &&
+          (peers.peer_mode == rec::PeerMode::Absolute ||
+           peers.source_mode == rec::PeerMode::Absolute))
+        dist_rank = peers.rank;
     }
     p.guard_begin = static_cast<uint32_t>(guard_order.size());
     guard_order.insert(guard_order.end(), after[i].begin(), after[i].end());

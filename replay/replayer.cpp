@@ -204,10 +204,10 @@ class Replay {
     size_t elem = size_of(op.type);
     dist_impl::Collective c;
     c.kind = static_cast<rec::CollectiveKind>(op.sub);
-    bool sendrecv = c.kind == rec::CollectiveKind::SendRecv;
-    rec::CollectivePeers peers = rec::CollectivePeers::unpack(op.value, sendrecv ? op.flag : 0);
+    rec::CollectivePeers peers = rec::collective_peers(op);
     c.type = op.type;
-    c.op = sendrecv ? ReduceOp::Add : static_cast<ReduceOp>(op.flag);
+    c.op =
+        c.kind == rec::CollectiveKind::AllReduce ? static_cast<ReduceOp>(op.flag) : ReduceOp::Add;
     // This process's place: relative peers resolve here, and a recording inside this replay
     // records the peers as they were named.
     c.rank = static_cast<int>(place_.rank);

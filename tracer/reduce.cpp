@@ -43,18 +43,17 @@ VarId reduce_local(Reduction op, VarId a) {
 
 /// width(a) as a size-1 variable of type t. The count is a kernel argument with provenance:
 /// any size reuses the same kernel.
-VarId width_value_local(ScalarType t, VarId a) {
+/// A variable of `t` and size 1 holding the count `value`, which a recording replays as `prov`
+/// (a kernel argument).
+VarId count_value_local(ScalarType t, uint64_t value, SizeExprPtr prov) {
   VarRef count(new_var(VarKind::Scalar, ScalarType::UInt64, 1, nullptr));
-  state()[count.get()].imm = state()[a].size;
-  state()[count.get()].value_prov = width_expr(a);
+  state()[count.get()].imm = value;
+  state()[count.get()].value_prov = std::move(prov);
   return cast_local(t, count.get());
 }
 
-VarId size_value_local(ScalarType t, const Size& s) {
-  VarRef count(new_var(VarKind::Scalar, ScalarType::UInt64, 1, nullptr));
-  state()[count.get()].imm = raw_value(s);
-  state()[count.get()].value_prov = s.expr();
-  return cast_local(t, count.get());
+VarId width_value_local(ScalarType t, VarId a) {
+  return count_value_local(t, state()[a].size, width_expr(a));
 }
 
 VarId mean_local(VarId a) {
@@ -153,7 +152,7 @@ Handle var_width_value(ScalarType t, Handle a) {
 
 Handle var_size_value(ScalarType t, const Size& s) {
   Window w;
-  return state().handle(size_value_local(t, s));
+  return state().handle(count_value_local(t, raw_value(s), s.expr()));
 }
 
 Handle var_prefix_sum(Handle a, bool exclusive) {

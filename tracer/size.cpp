@@ -112,11 +112,13 @@ bool compare(SizeCmp cmp, const Size& a, const Size& b, const char* what,
 /// at any replay where the expression comes out differently.
 uint64_t pin(const Size& s) {
   uint64_t v = raw_value(s);
-  if (s.has_provenance() && recording_open() &&
-      (s.expr()->op == SizeOp::Rank || s.expr()->op == SizeOp::Ranks)) {
+  if (!s.has_provenance() || !recording_open())
+    return v;
+  SizeOp root = s.expr()->op;
+  if (root == SizeOp::Rank || root == SizeOp::Ranks) {
     // ff::dist::rank() or size() read as an int: the recording belongs to this rank (or rank
     // count), as if it were part of the key.
-    bool count = s.expr()->op == SizeOp::Ranks;
+    bool count = root == SizeOp::Ranks;
     compare(SizeCmp::Eq, s, Size(v),
             count ? "ff::dist::size() read as an int" : "ff::dist::rank() read as an int");
     logging::tracer().info(
@@ -124,16 +126,16 @@ uint64_t pin(const Size& s) {
         "is {} (elsewhere ff::GuardError, and a frozen function records anew); "
         "ff::dist::{}_expr() keeps it an expression that replays on every rank",
         count ? "size" : "rank", v, v, count ? "size" : "rank");
-  } else if (s.has_provenance() && recording_open()) {
-    std::string expr = s.to_string();
-    compare(SizeCmp::Eq, s, Size(v), "a size converted to a plain integer");
-    logging::tracer().warn(
-        "the size {} = {} was converted to a plain integer inside a recording, which loses "
-        "its provenance: the recording is pinned to {} = {} (a replay where it differs raises "
-        "ff::GuardError, and a frozen function records that size anew); keep it an ff::Size "
-        "to replay at other sizes",
-        expr, v, expr, v);
+    return v;
   }
+  std::string expr = s.to_string();
+  compare(SizeCmp::Eq, s, Size(v), "a size converted to a plain integer");
+  logging::tracer().warn(
+      "the size {} = {} was converted to a plain integer inside a recording, which loses "
+      "its provenance: the recording is pinned to {} = {} (a replay where it differs raises "
+      "ff::GuardError, and a frozen function records that size anew); keep it an ff::Size "
+      "to replay at other sizes",
+      expr, v, expr, v);
   return v;
 }
 

@@ -14,6 +14,7 @@ MemoryFigures memory_figures(const rec::RecordingData& d) {
   for (size_t s = 0; s < d.slots.size(); ++s)
     sizes[s] = d.slots[s].recorded_size;
   std::vector<uint64_t> live(d.slots.size(), 0);
+  rec::RankPlace place = rec::recorded_place(d);
   uint64_t now = 0;
   for (const rec::Op& op : d.ops) {
     if (op.code == rec::OpCode::Alloc) {
@@ -23,7 +24,7 @@ MemoryFigures memory_figures(const rec::RecordingData& d) {
       }
       uint64_t n = 0;
       try {
-        n = rec::evaluate(d, op.size_expr, sizes, rec::recorded_place(d), "alloc");
+        n = rec::evaluate(d, op.size_expr, sizes, place, "alloc");
       } catch (const Error&) {
         m.exact = false;
         continue;
@@ -115,14 +116,13 @@ std::string op_detail(const rec::RecordingData& d, const rec::Op& op, bool by_ha
       return "";
     case rec::OpCode::Collective: {
       auto kind = static_cast<rec::CollectiveKind>(op.sub);
-      bool sendrecv = kind == rec::CollectiveKind::SendRecv;
-      rec::CollectivePeers p = rec::CollectivePeers::unpack(op.value, sendrecv ? op.flag : 0);
+      rec::CollectivePeers p = rec::collective_peers(op);
       std::string s = std::string(to_string(kind)) + " " + to_string(op.type);
       if (kind == rec::CollectiveKind::AllReduce)
         s += std::string(" ") + to_string(static_cast<ReduceOp>(op.flag));
       if (kind == rec::CollectiveKind::Broadcast)
         s += " root " + std::to_string(p.peer);
-      if (sendrecv)
+      if (kind == rec::CollectiveKind::SendRecv)
         s += " to " + ff::detail::to_string(p.dest()) + " from " + ff::detail::to_string(p.from());
       return s + " -> s" + std::to_string(op.dst) + " (rank " + std::to_string(p.rank) + " of " +
              std::to_string(op.elem_size) + ")";
