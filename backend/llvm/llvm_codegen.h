@@ -24,7 +24,9 @@ namespace ff::llvm_backend {
 /// 2: gathers at "lane index + uniform" as vector loads, division by uniforms by multiply.
 /// 3: interleaved vector iterations at the optimised tier.
 /// 4: accumulating kernels read the mode word args[n_params] (exclusive or atomic adds).
-inline constexpr int kCodegenRevision = 4;
+/// 5: float -> integer casts clamp in the float type instead of calling llvm.fpto*i.sat;
+///    gathers with 32-bit indices from sources of at most 2^31 elements use 32-bit indices.
+inline constexpr int kCodegenRevision = 5;
 
 /// How the element loop is generated.
 enum class LoopStyle : uint8_t {
