@@ -55,6 +55,8 @@ const char* to_string(SectionType t) {
       return "outputs";
     case SectionType::Passes:
       return "passes";
+    case SectionType::RegionNames:
+      return "region_names";
   }
   if (static_cast<uint32_t>(t) == kSectionFreeze)
     return "freeze";
@@ -110,6 +112,8 @@ uint32_t min_item_bytes(SectionType t) {
       return sizeof(OutputItem);
     case SectionType::Passes:
       return sizeof(PassItem);
+    case SectionType::RegionNames:
+      return sizeof(RegionNameItem);
     default:
       return 1;
   }
@@ -626,6 +630,34 @@ rec::ValidatedRecording Reader::recording(uint32_t r) {
                          it.ops_before, it.ops_after, it.launches_before, it.launches_after,
                          it.allocs_before, it.allocs_after, it.guards_before, it.guards_after});
   });
+  // Region names, in increasing (kernel, region) order; the validation checks each kernel's
+  // region count.
+  uint64_t last_name = 0;
+  each<RegionNameItem>(
+      r, SectionType::RegionNames, [&](uint64_t, const RegionNameItem& it, auto where) {
+        uint64_t at = (uint64_t{it.kernel} << 32 | it.region) + 1;
+        if (at <= last_name)
+          fail(where(), "is not after the previous region name (kernel " +
+                            std::to_string(it.kernel) + ", region " + std::to_string(it.region) +
+                            ")");
+        last_name = at;
+        if (it.kernel >= d->kernels.size())
+          fail(where(), "names a region of kernel " + std::to_string(it.kernel) + " of " +
+                            std::to_string(d->kernels.size()));
+        size_t regions = rec::count_regions(*d->kernels[it.kernel]);
+        if (it.region >= regions)
+          fail(where(), "names region " + std::to_string(it.region) + " of kernel " +
+                            std::to_string(it.kernel) + ", which has " + std::to_string(regions));
+        if (it.name_bytes == 0)
+          fail(where(), "has an empty name");
+        auto name =
+            slice(r, SectionType::Strings, it.name_offset, it.name_bytes, where, "region name");
+        if (d->region_names.size() <= it.kernel)
+          d->region_names.resize(it.kernel + 1);
+        RegionNames& names = d->region_names[it.kernel];
+        names.resize(regions);
+        names[it.region].assign(reinterpret_cast<const char*>(name.data()), name.size());
+      });
 
   reach(ParseStage::Validate);
   auto checked = rec::ValidatedRecording::try_check(std::move(*d));

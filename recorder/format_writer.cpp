@@ -2,6 +2,7 @@
 // in a fixed order with deduplicated strings, so equal recordings give equal bytes.
 #include "recorder/format_writer.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <string_view>
@@ -197,6 +198,22 @@ void encode(const rec::RecordingData& d, uint32_t r, std::vector<Section>& out) 
       it.guards_after = p.guards_after;
       append(passes, it);
     }
+  }
+  bool named = std::any_of(d.region_names.begin(), d.region_names.end(),
+                           [](const RegionNames& n) { return !n.empty(); });
+  if (named) {
+    Bytes& names = section(SectionType::RegionNames, sizeof(RegionNameItem));
+    out.back().flags = kSectionOptional;
+    for (size_t k = 0; k < d.region_names.size(); ++k)
+      for (size_t i = 0; i < d.region_names[k].size(); ++i) {
+        if (d.region_names[k][i].empty())
+          continue;
+        RegionNameItem it{};
+        it.kernel = static_cast<uint32_t>(k);
+        it.region = static_cast<uint32_t>(i);
+        std::tie(it.name_offset, it.name_bytes) = strings.add(d.region_names[k][i]);
+        append(names, it);
+      }
   }
   out[strings_at].bytes = strings.take();
 }

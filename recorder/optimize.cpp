@@ -20,6 +20,7 @@ struct Draft {
   std::shared_ptr<const KernelIR> kernel;  // Launch
   std::vector<LaunchArg> args;             // Launch: one per parameter
   std::vector<uint32_t> from;              // the recorded ops it stands for (guard positions)
+  RegionNames names;  // Launch: its kernel's region names (RecordingData::region_names), or none
 };
 
 using Drafts = std::vector<Draft>;
@@ -33,6 +34,8 @@ Drafts to_drafts(const RecordingData& d) {
     if (dr.op.code == OpCode::Launch) {
       dr.kernel = d.kernels[dr.op.kernel];
       dr.args.assign(d.args.begin() + dr.op.arg_begin, d.args.begin() + dr.op.arg_end);
+      if (dr.op.kernel < d.region_names.size())
+        dr.names = d.region_names[dr.op.kernel];
     }
   }
   return out;
@@ -322,6 +325,14 @@ class Fuser {
         out_.push_back(std::move(x));
     }
     between_.clear();
+    // The fused kernel's regions are the open launch's, then b's (markers are never removed).
+    if (!head_.names.empty() || !b.names.empty()) {
+      if (head_.names.empty())
+        head_.names.assign(count_regions(body_.ir), "");
+      if (b.names.empty())
+        b.names.assign(count_regions(*b.kernel), "");
+      head_.names.insert(head_.names.end(), b.names.begin(), b.names.end());
+    }
     body_ = std::move(fused);
     head_.from.insert(head_.from.end(), b.from.begin(), b.from.end());
     fused_ = true;
@@ -688,6 +699,10 @@ void assemble(RecordingData& d, Drafts& ops) {
   d.args = std::move(args);
   d.accesses = std::move(accesses);
   d.kernels = std::move(kernels);
+  d.region_names.clear();
+  for (size_t i = 0; i < d.ops.size(); ++i)
+    if (d.ops[i].code == OpCode::Launch && !ops[i].names.empty())
+      add_region_names(d, d.ops[i].kernel, ops[i].names);
 
   // The size expressions something still reads, in their order (operands stay first).
   std::vector<uint8_t> reached(d.exprs.size(), 0);

@@ -2,9 +2,11 @@
 // against any index, type or expression that could make it touch memory it should not.
 #include "recorder/recording.h"
 
+#include <algorithm>
 #include <atomic>
 #include <string>
 
+#include "backend/ir/ir_analysis.h"
 #include "freezeframe/errors.h"
 #include "recorder/size_eval.h"
 
@@ -136,6 +138,32 @@ Item op_item(size_t i, const Op& op) {
   return {Table::Ops, i, "op " + std::to_string(i) + " (" + to_string(op.code) + ")"};
 }
 
+}  // namespace
+
+size_t count_regions(const KernelIR& ir) {
+  return static_cast<size_t>(
+      std::count_if(ir.instrs.begin(), ir.instrs.end(),
+                    [](const IrInstr& in) { return op_facts(in.op).region == RegionRole::Open; }));
+}
+
+void add_region_names(RecordingData& d, uint32_t kernel, const RegionNames& names) {
+  if (d.region_names.size() <= kernel)
+    d.region_names.resize(kernel + 1);
+  RegionNames& have = d.region_names[kernel];
+  if (have.empty()) {
+    have = names;
+    return;
+  }
+  for (size_t i = 0; i < have.size() && i < names.size(); ++i) {
+    if (names[i].empty() || have[i] == names[i] ||
+        (" | " + have[i] + " | ").find(" | " + names[i] + " | ") != std::string::npos)
+      continue;
+    have[i] = have[i].empty() ? names[i] : have[i] + " | " + names[i];
+  }
+}
+
+namespace {
+
 Item item(Table table, const char* kind, size_t i) {
   return {table, i, std::string(kind) + " " + std::to_string(i)};
 }
@@ -243,6 +271,17 @@ class RecordingValidator {
       }
       if (vouched_)
         vouched_->push_back(std::move(known));
+    }
+    if (d_.region_names.size() > d_.kernels.size())
+      fail(Item{Table::None, kNone, "the recording"},
+           " has region names for " + std::to_string(d_.region_names.size()) + " kernels, but " +
+               std::to_string(d_.kernels.size()) + " kernels");
+    for (size_t k = 0; k < d_.region_names.size(); ++k) {
+      size_t names = d_.region_names[k].size();
+      if (names != 0 && names != count_regions(*d_.kernels[k]))
+        fail(item(Table::Kernels, "kernel", k),
+             " has " + std::to_string(count_regions(*d_.kernels[k])) + " region(s) but " +
+                 std::to_string(names) + " region names");
     }
   }
 

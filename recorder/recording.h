@@ -13,6 +13,7 @@
 #include "backend/backend.h"
 #include "backend/ir/kernel_ir.h"
 #include "backend/ir/size_expr.h"
+#include "backend/region_names.h"
 
 namespace ff::rec {
 
@@ -164,6 +165,16 @@ void op_uses(const RecordingData& d, const Op& op, std::vector<SlotUse>& out);
 void launch_uses(const KernelIR& kernel, std::span<const LaunchArg> args,
                  std::vector<SlotUse>& out);
 
+/// The region-opening markers (LoopBegin, IfBegin, CallBegin) of `ir`: how many names
+/// RecordingData::region_names holds for it.
+size_t count_regions(const KernelIR& ir);
+
+/// Records that kernel `kernel` of `d` ran with region names `names` (one per region-opening
+/// marker): kept when it has none yet, else every name it does not hold yet is joined to it
+/// ("a | b"), as when two equal loops with different names share one kernel.
+struct RecordingData;
+void add_region_names(RecordingData& d, uint32_t kernel, const RegionNames& names);
+
 /// The table of a RecordingData an item lives in, for locating a validation problem.
 enum class Table : uint8_t {
   None = 0,  // the recording as a whole
@@ -208,6 +219,12 @@ struct RecordingData {
   std::vector<Output> outputs;
   bool is_capture = false;        // a whole-session capture (may hold host reads, externals)
   std::vector<PassStats> passes;  // the optimiser passes that ran, in order (empty: none)
+  /// Since format 1.8: the names of each kernel's regions (ff::LoopOptions::name), kept beside
+  /// the kernels as the tracer keeps them (region_names.h). Empty, or one entry per kernel:
+  /// empty for a kernel with no named region, else one name per region-opening marker in
+  /// order ("" for an unnamed one). Launches of one kernel under other names join them
+  /// ("a | b"). Only recorder-dump and messages read them.
+  std::vector<RegionNames> region_names;
 
   /// Checks every index, type, expression and slot lifetime; throws ff::FormatError naming
   /// the problem (a recording that fails is damaged, whether it came from a file or was built

@@ -471,6 +471,8 @@ void RecordingBackend::launch(const KernelHandle& kernel, size_t size, SizeProv 
     Op op;
     op.code = OpCode::Launch;
     op.kernel = s.kernel(kernel);
+    if (const RegionNames* names = current_region_names())
+      add_region_names(s.data, op.kernel, *names);
     op.size_expr = add_expr(s.data, prov, s.slots, size);
     op.arg_begin = static_cast<uint32_t>(s.data.args.size());
     std::vector<std::pair<uint32_t, bool>> touched;

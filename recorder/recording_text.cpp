@@ -65,8 +65,15 @@ std::string to_text(const RecordingData& d) {
     s += "  output " + std::to_string(k) + " = s" + std::to_string(d.outputs[k].slot) + "\n";
   for (const PassStats& p : d.passes)
     s += "  pass " + p.name + ": " + pass_counts(p) + "\n";
-  for (size_t k = 0; k < d.kernels.size(); ++k)
+  for (size_t k = 0; k < d.kernels.size(); ++k) {
     s += "  kernel k" + std::to_string(k) + ": " + d.kernels[k]->to_string();
+    if (k < d.region_names.size() && !d.region_names[k].empty()) {
+      s += "  kernel k" + std::to_string(k) + " regions:";
+      for (const std::string& n : d.region_names[k])
+        s += n.empty() ? std::string(" (unnamed)") : " '" + n + "'";
+      s += "\n";
+    }
+  }
   return s;
 }
 

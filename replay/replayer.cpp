@@ -495,8 +495,18 @@ void Replay<Exec>::launch(size_t i, const PlannedOp& p, const rec::Op& op) {
         args[a].prov = prov_of(la.size_expr, s_.arg_provs[a]);
     }
   }
-  exec_.launch(plan_.kernels[p.kernel], n, prov_of(op.size_expr, s_.prov),
-               std::span<const KernelArg>(args, p.n_args));
+  auto run = [&] {
+    exec_.launch(plan_.kernels[p.kernel], n, prov_of(op.size_expr, s_.prov),
+                 std::span<const KernelArg>(args, p.n_args));
+  };
+  if constexpr (Exec::kProvenance) {
+    // Into an outer recording: it keeps the kernel's region names as a traced launch's.
+    bool named = op.kernel < d_.region_names.size() && !d_.region_names[op.kernel].empty();
+    RegionNamesScope names(named ? &d_.region_names[op.kernel] : nullptr);
+    run();
+  } else {
+    run();
+  }
 }
 
 template <class Exec>

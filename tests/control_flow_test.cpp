@@ -745,3 +745,80 @@ TEST_CASE("a literal state element the body leaves alone comes back as the liter
   CHECK(ff::stats().launches == launches);
   CHECK(k.to_vector() == std::vector<uint32_t>(9, 4u));
 }
+
+TEST_CASE("a loop's name reaches recordings, their files, fused kernels and outer recordings",
+          "[control_flow][record]") {
+  ff::LoopOptions named;
+  named.name = "collatz";
+  auto has = [](const ff::Recording& r, const std::string& line) {
+    UNSCOPED_INFO(r.to_string());
+    return r.to_string().find(line) != std::string::npos;
+  };
+  UInt32 x0 = starts(7);
+  // The loop's kernel and the work fused after it (the optimiser appends it: one kernel).
+  auto body = [&](ff::LoopOptions opt) {
+    return [&x0, opt] {
+      auto [x, s] = collatz_loop(x0, opt);
+      UInt32 twice = s * 2u + x;
+      return std::vector<ff::AnyArray>{twice};
+    };
+  };
+  ff::Recording rec = ff::record({x0}, body(named));
+  CHECK(rec.n_kernels() == 1);
+  CHECK(has(rec, "kernel k0 regions: 'collatz'\n"));
+  fft::TempFile file("named_loop.ffr");
+  rec.save(file.str());
+  ff::Recording loaded = ff::Recording::load(file.str());
+  CHECK(has(loaded, "kernel k0 regions: 'collatz'\n"));
+  CHECK(loaded.replay({starts(5)}).at(0).as<UInt32>().to_vector() ==
+        rec.replay({starts(5)}).at(0).as<UInt32>().to_vector());
+  // Unnamed: no names at all, and the same kernel as the named loop's.
+  ff::Recording plain = ff::record({x0}, body({}));
+  CHECK_FALSE(has(plain, "regions:"));
+
+  // Two equal loops under other names are one kernel; its names join (unoptimised: the
+  // optimiser would fuse the two launches into one kernel of two such regions).
+  ff::LoopOptions other;
+  other.name = "again";
+  ff::RecordOptions unoptimised;
+  unoptimised.optimize = false;
+  ff::Recording both = ff::record(
+      {x0},
+      [&] {
+        auto [x1, s1] = collatz_loop(x0, named);
+        ff::eval(s1);
+        auto [x2, s2] = collatz_loop(x0, other);
+        ff::eval(s2);
+        return std::vector<ff::AnyArray>{s1, s2};
+      },
+      unoptimised);
+  CHECK(both.n_kernels() == 1);
+  CHECK(has(both, "kernel k0 regions: 'collatz | again'\n"));
+
+  // Two different loops evaluated apart, fused by the optimiser: the first launch's region,
+  // then the second's.
+  ff::LoopOptions halving;
+  halving.name = "halving";
+  ff::Recording fused = ff::record({x0}, [&] {
+    auto [x1, s1] = collatz_loop(x0, named);
+    ff::eval(s1);
+    auto [h] = ff::while_loop(
+        std::make_tuple(x0), [](const UInt32& v) { return v > 1u; }, [](UInt32& v) { v = v / 2u; },
+        halving);
+    ff::eval(h);
+    return std::vector<ff::AnyArray>{s1, h};
+  });
+  CHECK(fused.n_kernels() == 1);
+  CHECK(has(fused, "kernel k0 regions: 'collatz' 'halving'\n"));
+  CHECK(fused.replay({starts(3)}).at(1).as<UInt32>().to_vector() == std::vector<uint32_t>{1, 1, 1});
+
+  // A frozen function's replay inside an outer recording keeps the names of its kernels.
+  auto frozen = ff::freeze([&](const UInt32& x) {
+    auto [y, s] = collatz_loop(x, named);
+    return s;
+  });
+  (void)frozen(x0);  // records
+  ff::Recording outer = ff::record({x0}, [&] { return std::vector<ff::AnyArray>{frozen(x0)}; });
+  CHECK(frozen.n_recordings() == 1);
+  CHECK(has(outer, "regions: 'collatz'\n"));
+}

@@ -232,6 +232,61 @@ TEST_CASE("format: items of a newer minor version (longer, with appended fields)
   CHECK(from_data(f.recordings[0]).to_string() == r.to_string());
 }
 
+TEST_CASE("format: region names (1.8) round-trip and must fit their kernels",
+          "[format][negative]") {
+  ffr::fresh();
+  ff::Recording r;
+  for (auto& [name, sample] : ff_samples::sample_recordings())
+    if (name == "control_flow")  // a named loop, an unnamed branch and call
+      r = sample;
+  const ff::rec::RecordingData& d = data_of(r);
+  size_t k = 0;
+  while (k < d.region_names.size() && d.region_names[k].empty())
+    ++k;
+  REQUIRE(k < d.region_names.size());
+  CHECK(d.region_names[k] == ff::RegionNames{"halve"});
+  ff::format::ParsedFile f = ff::format::parse(bytes_of(r));
+  CHECK(f.recordings[0]->region_names == d.region_names);
+
+  // In memory: a name too many, names for a kernel that does not exist.
+  ff::rec::RecordingData extra = d;
+  extra.region_names[k].push_back("more");
+  REQUIRE_THROWS_WITH(
+      ff::rec::ValidatedRecording::check(extra),
+      Contains("kernel " + std::to_string(k) + " has 1 region(s) but 2 region names"));
+  ff::rec::RecordingData beyond = d;
+  beyond.region_names.resize(d.kernels.size() + 1);
+  REQUIRE_THROWS_WITH(ff::rec::ValidatedRecording::check(beyond),
+                      Contains("region names for " + std::to_string(d.kernels.size() + 1)));
+
+  // In a file: the item of the name, patched to a region or kernel that is not there.
+  Bytes good = bytes_of(r);
+  const ff::format::SectionEntry* names = nullptr;
+  for (const auto& sec : f.sections)
+    if (sec.entry.type == static_cast<uint32_t>(ff::format::SectionType::RegionNames))
+      names = &sec.entry;
+  REQUIRE(names != nullptr);
+  CHECK(names->n_items == 1);
+  CHECK((names->flags & ff::format::kSectionOptional) != 0);
+  ff::format::ParseOptions no_sums;
+  no_sums.verify_checksums = false;
+  Bytes b = good;
+  ff::format::RegionNameItem item;
+  std::memcpy(&item, good.data() + names->offset, sizeof item);
+  item.region = 7;
+  std::memcpy(b.data() + names->offset, &item, sizeof item);
+  REQUIRE_THROWS_WITH(ff::format::parse(b, no_sums),
+                      Contains("'region_names'") && Contains("names region 7 of kernel"));
+  item.region = 0;
+  item.kernel = 99;
+  std::memcpy(b.data() + names->offset, &item, sizeof item);
+  REQUIRE_THROWS_WITH(ff::format::parse(b, no_sums), Contains("kernel 99 of"));
+  item.kernel = static_cast<uint32_t>(k);
+  item.name_bytes = 0;
+  std::memcpy(b.data() + names->offset, &item, sizeof item);
+  REQUIRE_THROWS_WITH(ff::format::parse(b, no_sums), Contains("an empty name"));
+}
+
 TEST_CASE("format: damage is named by section, item and byte offset", "[format][negative]") {
   ffr::fresh();
   ff::Recording r = ff_samples::sample_recordings()[3].second;  // compress: guards, kernels
@@ -336,12 +391,12 @@ TEST_CASE("format: a session capture saves and loads, and replaying it is refuse
   REQUIRE_THROWS_WITH(c.replay({}), Contains("capture") && Contains("not replayed"));
 }
 
-TEST_CASE("format: the golden files of formats 1.0 to 1.7 load and replay", "[format]") {
+TEST_CASE("format: the golden files of formats 1.0 to 1.8 load and replay", "[format]") {
   // tests/data/recording-1.N.ffr: the "gather" sample, written by scripts/make-golden.sh with
   // format 1.N. Every later release of major version 1 must load them.
   ffr::fresh();
   std::string version =
-      GENERATE(as<std::string>(), "1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7");
+      GENERATE(as<std::string>(), "1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8");
   INFO("recording-" << version << ".ffr");
   ff::Recording g =
       ff::Recording::load(std::string(FF_TEST_DATA_DIR) + "/recording-" + version + ".ffr");

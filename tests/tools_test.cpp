@@ -323,7 +323,24 @@ TEST_CASE("tools: recorder-dump prints a summary, kernels, JSON and a graph dot 
     size_t line = cf.out.rfind('\n', at) + 1, next = cf.out.find('\n', at) + 1;
     size_t indent = cf.out.find('%', line) - line, next_indent = cf.out.find('%', next) - next;
     CHECK(next_indent == indent + 2);
+    // The loop's name (format 1.8) ends its marker's line and the kernel's summary line; the
+    // branch and the call have none.
+    CHECK(cf.out.substr(at, cf.out.find('\n', at) - at).ends_with("  'halve'"));
+    CHECK_THAT(cf.out, Contains("instructions, regions 'halve'\n"));
+    CHECK(cf.out.find("'halve'", cf.out.find('\n', at)) == std::string::npos);
     CHECK(cf.out.compare(cf.out.find('=', next), 10, "= loop_var") == 0);
+  }
+  {
+    // JSON: one name per region of the kernel (the loop's; the branch and the call are in
+    // the next kernel, which has no names).
+    Result cj = dump({data("control_flow.ffr"), "--json"});
+    REQUIRE(cj.status == 0);
+    std::vector<std::vector<std::string>> names;
+    nlohmann::json cjj = nlohmann::json::parse(cj.out);
+    for (const auto& jk : cjj["recordings"][0]["kernels"])
+      if (jk.contains("region_names"))
+        names.push_back(jk["region_names"].get<std::vector<std::string>>());
+    CHECK(names == std::vector<std::vector<std::string>>{{"halve"}});
   }
   Result j = dump({data("multi.ffr"), "--json"});
   REQUIRE(j.status == 0);

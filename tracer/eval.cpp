@@ -36,6 +36,7 @@
 #include <unordered_set>
 
 #include "backend/ir/ir_analysis.h"
+#include "backend/region_names.h"
 #include "common/assert.h"
 #include "common/log.h"
 #include "freezeframe/errors.h"
@@ -204,6 +205,14 @@ class KernelBuilder {
     return out;
   }
 
+  /// The names of the kernel's regions, one per region-opening marker in order; empty when
+  /// none of them has a name (region_names.h).
+  const RegionNames* region_names() const {
+    bool named = std::any_of(region_names_.begin(), region_names_.end(),
+                             [](const std::string& n) { return !n.empty(); });
+    return named ? &region_names_ : nullptr;
+  }
+
   /// The first out-of-range report, or an empty string.
   std::string check_reports() {
     for (auto& r : reports_) {
@@ -269,6 +278,7 @@ class KernelBuilder {
   std::vector<const RegionData*> emitting_;                        // regions being emitted
   size_t emit_depth_ = 0;
   int region_level_ = 0;
+  RegionNames region_names_;  // one per region-opening marker emitted
   std::vector<VarId> log_;
   std::vector<uint64_t>& bits_;
   std::vector<std::pair<uint32_t, uint32_t>>& prov_ranges_;
@@ -418,6 +428,7 @@ void KernelBuilder::emit_region(VarId rv) {
     in.imm = imm;
     instr(in);
   };
+  region_names_.push_back(r.name);  // the marker emitted next opens the region
   switch (r.kind) {
     case IrOp::LoopBegin: {
       marker(IrOp::LoopBegin, kNoOperand, r.imm);
@@ -545,6 +556,7 @@ std::string launch_group(TracerState& s, Group& g, std::vector<SideEffect>& effe
   ir.finalize();
   ++s.n_traced_kernels;
   Backend& backend = current_device()->backend();
+  RegionNamesScope names(kb.region_names());  // for the recording backend, beside the kernel
   KernelHandle kernel = backend.compile(ir);
   launch_prov.clear();
   if (g.prov)

@@ -85,7 +85,8 @@ inline std::vector<std::pair<std::string, ff::Recording>> sample_recordings() {
                            v = v * 0.5f;
                            trips += 1u;
                            ff::scatter_add(visits, UInt32(1u), trips % 4u);
-                         });
+                         },
+                         ff::LoopOptions{.name = "halve"});  // recorder-dump shows the name
                      Float z = ff::if_stmt(
                          std::make_tuple(y), k % 2u == 0u, [](const Float& v) { return v + 10.f; },
                          [](const Float& v) { return v - 10.f; });

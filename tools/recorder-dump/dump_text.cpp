@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/ir/ir_analysis.h"
 #include "dump.h"
 #include "dump_internal.h"
 #include "recorder/recording_text.h"
@@ -110,18 +111,38 @@ void recording_text(std::string& s, const rec::RecordingData& d, size_t r, const
   s += "\n  kernels:\n";
   for (size_t k = 0; k < d.kernels.size(); ++k) {
     const KernelIR& ir = *d.kernels[k];
+    const RegionNames no_names;
+    const RegionNames& names = k < d.region_names.size() ? d.region_names[k] : no_names;
     s += "    " + pad("k" + std::to_string(k), 6) + ir.hash.to_hex() + "  " +
          std::to_string(ir.params.size()) + " params, " + std::to_string(ir.instrs.size()) +
-         " instructions\n";
+         " instructions";
+    std::string named;
+    for (const std::string& n : names)
+      if (!n.empty())
+        named += (named.empty() ? ", regions '" : "', '") + n;
+    s += named.empty() ? "\n" : named + "'\n";
     if (o.kernels) {
+      // One line per instruction after the header and the parameters: a region's opening
+      // marker shows its name.
       std::string listing = ir.to_string();
-      size_t at = 0;
+      size_t at = 0, line = 0, region = 0;
       while (at < listing.size()) {
         size_t end = listing.find('\n', at);
         if (end == std::string::npos)
           end = listing.size();
-        s += "      " + listing.substr(at, end - at) + "\n";
+        s += "      " + listing.substr(at, end - at);
+        if (line >= 1 + ir.params.size()) {
+          size_t instr = line - 1 - ir.params.size();
+          if (instr < ir.instrs.size() &&
+              op_facts(ir.instrs[instr].op).region == RegionRole::Open) {
+            if (region < names.size() && !names[region].empty())
+              s += "  '" + names[region] + "'";
+            ++region;
+          }
+        }
+        s += "\n";
         at = end + 1;
+        ++line;
       }
     }
   }
