@@ -145,6 +145,29 @@ class KernelEmitter {
     return llvm::BasicBlock::Create(ctx_, name, fn_);
   }
 
+  /// `cond ? on_true() : on_false()` as two blocks joined by a phi, so that each side's code
+  /// (a vector load, a gather of one kind or another) runs only when chosen.
+  template <class T, class F>
+  Value* branch_value(Value* cond, Type* ty, const char* names[2], T&& on_true, F&& on_false) {
+    auto* yes = new_block(names[0]);
+    auto* no = new_block(names[1]);
+    auto* done = new_block("join");
+    b_.CreateCondBr(cond, yes, no);
+    b_.SetInsertPoint(yes);
+    Value* a = on_true();
+    llvm::BasicBlock* from_yes = b_.GetInsertBlock();
+    b_.CreateBr(done);
+    b_.SetInsertPoint(no);
+    Value* c = on_false();
+    llvm::BasicBlock* from_no = b_.GetInsertBlock();
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+    llvm::PHINode* phi = b_.CreatePHI(ty, 2);
+    phi->addIncoming(a, from_yes);
+    phi->addIncoming(c, from_no);
+    return phi;
+  }
+
   const KernelIR& ir_;
   const CodegenTarget& target_;
   LoopStyle style_;
@@ -891,27 +914,16 @@ Value* KernelEmitter::emit_masked_gather(const IrInstr& in, Value* tail) {
   // 16 lanes instead of widening the indices and two of 8 (10% faster on Zen 4, and the
   // widening and second compare go). Larger sources take the 64-bit gather.
   Value* bound = raw_[in.d];
-  auto* narrow = new_block("gather32");
-  auto* wide = new_block("gather64");
-  auto* done = new_block("gather_done");
-  b_.CreateCondBr(b_.CreateICmpULE(bound, b_.getInt64(uint64_t{1} << 31)), narrow, wide);
-  b_.SetInsertPoint(narrow);
-  Value* idx32 = vals_[in.b];
-  Value* in_range = b_.CreateICmpULT(idx32, splat(b_.CreateTrunc(bound, b_.getInt32Ty())));
-  Value* ok = emit_active_lanes(in, as_i64(in.b), bound, tail, in_range);
-  Value* narrow_val =
-      b_.CreateMaskedGather(ty, b_.CreateGEP(mem_ty(t), ptr_[in.a], idx32), align_of(t), ok, zero);
-  llvm::BasicBlock* from_narrow = b_.GetInsertBlock();
-  b_.CreateBr(done);
-  b_.SetInsertPoint(wide);
-  Value* wide_val = gather64();
-  llvm::BasicBlock* from_wide = b_.GetInsertBlock();
-  b_.CreateBr(done);
-  b_.SetInsertPoint(done);
-  llvm::PHINode* phi = b_.CreatePHI(ty, 2);
-  phi->addIncoming(narrow_val, from_narrow);
-  phi->addIncoming(wide_val, from_wide);
-  return phi;
+  auto gather32 = [&] {
+    Value* idx32 = vals_[in.b];
+    Value* in_range = b_.CreateICmpULT(idx32, splat(b_.CreateTrunc(bound, b_.getInt32Ty())));
+    Value* ok = emit_active_lanes(in, as_i64(in.b), bound, tail, in_range);
+    return b_.CreateMaskedGather(ty, b_.CreateGEP(mem_ty(t), ptr_[in.a], idx32), align_of(t), ok,
+                                 zero);
+  };
+  const char* names[2] = {"gather32", "gather64"};
+  return branch_value(b_.CreateICmpULE(bound, b_.getInt64(uint64_t{1} << 31)), ty, names, gather32,
+                      gather64);
 }
 
 // A gather whose index `v` is "lane index + uniform" (lane_affine_) has v[l] == v[0] + l
@@ -942,28 +954,17 @@ Value* KernelEmitter::emit_stencil_load(const IrInstr& in, Value* tail) {
   }
   Value* inside = b_.CreateAnd(b_.CreateICmpULT(first, bound),
                                b_.CreateICmpUGE(b_.CreateSub(bound, first), b_.getInt64(w_)));
-  auto* contiguous = new_block("stencil_load");
-  auto* other = new_block("stencil_gather");
-  auto* done = new_block("stencil_done");
-  b_.CreateCondBr(b_.CreateAnd(no_wrap, inside), contiguous, other);
-  b_.SetInsertPoint(contiguous);
-  Value* want = and_mask(vals_[in.c], tail);
-  // An unmasked load (every lane is inside the source) and a select. The freeze (a no-op on a
-  // loaded value) keeps x86 codegen from folding the two into a masked load, which on AMD
-  // Zen 4 made the heat stencil (ff_bench_stencil) 2x slower.
-  Value* row = b_.CreateAlignedLoad(ty, b_.CreateGEP(mem_ty(t), ptr_[in.a], first), align_of(t));
-  row = b_.CreateSelect(want, b_.CreateFreeze(row), zero);
-  llvm::BasicBlock* from_row = b_.GetInsertBlock();
-  b_.CreateBr(done);
-  b_.SetInsertPoint(other);
-  Value* gathered = emit_masked_gather(in, tail);
-  llvm::BasicBlock* from_gather = b_.GetInsertBlock();
-  b_.CreateBr(done);
-  b_.SetInsertPoint(done);
-  llvm::PHINode* phi = b_.CreatePHI(ty, 2);
-  phi->addIncoming(row, from_row);
-  phi->addIncoming(gathered, from_gather);
-  return phi;
+  auto contiguous = [&] {
+    Value* want = and_mask(vals_[in.c], tail);
+    // An unmasked load (every lane is inside the source) and a select. The freeze (a no-op on
+    // a loaded value) keeps x86 codegen from folding the two into a masked load, which on AMD
+    // Zen 4 made the heat stencil (ff_bench_stencil) 2x slower.
+    Value* row = b_.CreateAlignedLoad(ty, b_.CreateGEP(mem_ty(t), ptr_[in.a], first), align_of(t));
+    return b_.CreateSelect(want, b_.CreateFreeze(row), zero);
+  };
+  const char* names[2] = {"stencil_load", "stencil_gather"};
+  return branch_value(b_.CreateAnd(no_wrap, inside), ty, names, contiguous,
+                      [&] { return emit_masked_gather(in, tail); });
 }
 
 void KernelEmitter::emit_scatter(const IrInstr& in, Value* tail) {
