@@ -1,9 +1,11 @@
 // Tests that need several processes: the on-disk kernel cache shared by processes, a saved
-// recording replayed in a fresh process, FF_CAPTURE written at shutdown and at exit. The
-// driver modes spawn this program again in child modes with their own environment.
+// recording replayed in a fresh process, a saved frozen training step (gradients and Adam)
+// replayed in a fresh process, FF_CAPTURE written at shutdown and at exit. The driver modes
+// spawn this program again in child modes with their own environment.
 //
-//   ff_test_processes two-fill | fresh-process | frozen-fresh-process | damaged-entries |
-//                     trim | capture | flush-while-held
+//   ff_test_processes two-fill | fresh-process | frozen-fresh-process |
+//                     training-fresh-process | damaged-entries | trim | capture |
+//                     flush-while-held
 //
 // Exit status 0 when every check passed; a failed check prints what and exits 1.
 #include <freezeframe/freezeframe.h>
@@ -254,6 +256,76 @@ int child_freeze_load(const std::string& path, const std::string& expect_compile
   return g_failures ? 1 : 0;
 }
 
+// The frozen training step of training-fresh-process: the loss mean((w x - y)^2), its
+// gradient and an Adam step, with the whole optimiser state in arrays.
+ff::Float64 train_step(ff::Float64& w, ff::Adam& opt, const ff::Float64& x, const ff::Float64& y) {
+  ff::enable_grad(w);
+  ff::Float64 r = w * x - y;
+  ff::Float64 loss = ff::mean(r * r);
+  ff::backward(loss);
+  opt.step(w);
+  return ff::detach(loss);
+}
+
+ff::Float64 ramp(size_t n, double a, double c) {
+  std::vector<double> v(n);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = a * static_cast<double>(i % 17) + c;
+  return ff::Float64::from(v);
+}
+
+int child_train_save(const std::string& path) {
+  ff::init("llvm");
+  auto step = ff::freeze(train_step, ff::FreezeOptions{.name = "fit", .version = "v1"});
+  const size_t n = 9;
+  ff::Float64 x = ramp(n, 0.3, 0.2), y = ramp(n, -0.1, 1.0), w = ff::zeros<ff::Float64>(n);
+  ff::make_opaque(w);
+  ff::Adam opt(0.02);
+  opt.init(w);
+  for (int it = 0; it < 3; ++it)
+    step(w, opt, x, y);
+  EXPECT(step.n_recordings() == 1, "%zu recordings", step.n_recordings());
+  step.save(path);
+  ff::shutdown();
+  return g_failures ? 1 : 0;
+}
+
+/// Loads the saved training step; at another size, 20 steps replay (nothing traced on the
+/// first) and equal the same steps traced here bit for bit, optimiser state included.
+int child_train_load(const std::string& path) {
+  ff::init("llvm");
+  auto step = ff::freeze(train_step, ff::FreezeOptions{.name = "fit", .version = "v1"});
+  step.load(path);
+  const size_t n = 13;
+  ff::Float64 x = ramp(n, 0.3, 0.2), y = ramp(n, -0.1, 1.0);
+  ff::Float64 wf = ff::zeros<ff::Float64>(n), wt = ff::zeros<ff::Float64>(n);
+  ff::make_opaque(wf, wt);
+  ff::Adam of(0.02), ot(0.02);
+  of.init(wf);
+  ot.init(wt);
+  ff::eval(x, y, wf, wt);
+  ff::sync();
+  for (int it = 0; it < 20; ++it) {
+    ff::Stats s0 = ff::stats();
+    ff::Float64 lf = step(wf, of, x, y);
+    ff::Stats s1 = ff::stats();
+    if (it == 0)
+      EXPECT(s1.traced_kernels == s0.traced_kernels, "the first call traced %llu kernels",
+             static_cast<unsigned long long>(s1.traced_kernels - s0.traced_kernels));
+    ff::Float64 lt = train_step(wt, ot, x, y);
+    EXPECT(lf.to_vector() == lt.to_vector(), "step %d: the loss differs from the traced one", it);
+    EXPECT(wf.to_vector() == wt.to_vector(), "step %d: the parameters differ", it);
+  }
+  EXPECT(of.t.to_vector() == ot.t.to_vector(), "the step counts differ");
+  EXPECT(of.m64[0].to_vector() == ot.m64[0].to_vector(), "the first moments differ");
+  EXPECT(step.n_recordings() == 0 && step.n_replays() == 20, "%zu recordings, %zu replays",
+         step.n_recordings(), step.n_replays());
+  std::printf("child: a loaded frozen training step replayed %zu times at a new size\n",
+              step.n_replays());
+  ff::shutdown();
+  return g_failures ? 1 : 0;
+}
+
 int child_capture(bool shutdown) {
   ff::init("record:llvm");
   ff::Float x = ff::Float::from({1.f, 2.f, 3.f, 4.f});
@@ -306,6 +378,16 @@ int frozen_fresh_process() {
          "a fresh process with the disk cache traced or compiled on its first call");
   EXPECT(run({"child-freeze-load", file, "any"}, {"FF_CACHE_DIR=off"}) == 0,
          "a fresh process without the disk cache traced on its first call");
+  return g_failures ? 1 : 0;
+}
+
+int training_fresh_process() {
+  TempDir dir;
+  std::string file = (dir.path / "fit.ffr").string();
+  EXPECT(run({"child-train-save", file}, {"FF_CACHE_DIR=off"}) == 0,
+         "saving the frozen training step failed");
+  EXPECT(run({"child-train-load", file}, {"FF_CACHE_DIR=off"}) == 0,
+         "the loaded training step did not replay as the traced one");
   return g_failures ? 1 : 0;
 }
 
@@ -436,6 +518,12 @@ int main(int argc, char** argv) {
       return child_freeze_load(a[1], a[2]);
     if (a.size() == 1 && a[0] == "frozen-fresh-process")
       return frozen_fresh_process();
+    if (a.size() == 2 && a[0] == "child-train-save")
+      return child_train_save(a[1]);
+    if (a.size() == 2 && a[0] == "child-train-load")
+      return child_train_load(a[1]);
+    if (a.size() == 1 && a[0] == "training-fresh-process")
+      return training_fresh_process();
     if (a.size() == 2 && a[0] == "child-capture")
       return child_capture(a[1] == "shutdown");
     if (a.size() == 1 && a[0] == "two-fill")
@@ -455,8 +543,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::fprintf(stderr,
-               "usage: %s two-fill | fresh-process | frozen-fresh-process | damaged-entries | "
-               "trim | capture | flush-while-held\n",
+               "usage: %s two-fill | fresh-process | frozen-fresh-process | "
+               "training-fresh-process | damaged-entries | trim | capture | flush-while-held\n",
                argv[0]);
   return 2;
 }
