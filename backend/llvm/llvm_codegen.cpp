@@ -1177,23 +1177,18 @@ void KernelEmitter::emit_lane_reduce(ReduceOp op, ScalarType t, Value* p, Value*
 // atomic add; returns the element's old value.
 Value* KernelEmitter::emit_lane_increment(Value* p) {
   Type* i32 = b_.getInt32Ty();
-  auto* plain = new_block("scatter_inc_plain");
-  auto* atomic = new_block("scatter_inc_atomic");
-  auto* done = new_block("scatter_inc_lane_done");
-  b_.CreateCondBr(exclusive_, plain, atomic);
-  b_.SetInsertPoint(plain);
-  Value* old = b_.CreateAlignedLoad(i32, p, llvm::Align(4));
-  b_.CreateAlignedStore(b_.CreateAdd(old, b_.getInt32(1)), p, llvm::Align(4));
-  b_.CreateBr(done);
-  b_.SetInsertPoint(atomic);
-  Value* seen = b_.CreateAtomicRMW(llvm::AtomicRMWInst::Add, p, b_.getInt32(1), llvm::Align(4),
-                                   llvm::AtomicOrdering::Monotonic);
-  b_.CreateBr(done);
-  b_.SetInsertPoint(done);
-  llvm::PHINode* phi = b_.CreatePHI(i32, 2);
-  phi->addIncoming(old, plain);
-  phi->addIncoming(seen, atomic);
-  return phi;
+  const char* names[2] = {"scatter_inc_plain", "scatter_inc_atomic"};
+  return branch_value(
+      exclusive_, i32, names,
+      [&] {
+        Value* old = b_.CreateAlignedLoad(i32, p, llvm::Align(4));
+        b_.CreateAlignedStore(b_.CreateAdd(old, b_.getInt32(1)), p, llvm::Align(4));
+        return old;
+      },
+      [&] {
+        return b_.CreateAtomicRMW(llvm::AtomicRMWInst::Add, p, b_.getInt32(1), llvm::Align(4),
+                                  llvm::AtomicOrdering::Monotonic);
+      });
 }
 
 // ScatterInc: the active lanes one by one, in lane order (cttz over the mask bits), each
