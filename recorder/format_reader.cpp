@@ -15,6 +15,7 @@
 #include <set>
 #include <variant>
 
+#include "backend/ir/ir_analysis.h"
 #include "common/file_io.h"
 #include "common/hash.h"
 #include "common/log.h"
@@ -644,7 +645,7 @@ rec::ValidatedRecording Reader::recording(uint32_t r) {
         if (it.kernel >= d->kernels.size())
           fail(where(), "names a region of kernel " + std::to_string(it.kernel) + " of " +
                             std::to_string(d->kernels.size()));
-        size_t regions = rec::count_regions(*d->kernels[it.kernel]);
+        size_t regions = count_regions(*d->kernels[it.kernel]);
         if (it.region >= regions)
           fail(where(), "names region " + std::to_string(it.region) + " of kernel " +
                             std::to_string(it.kernel) + ", which has " + std::to_string(regions));

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "backend/ir/ir_analysis.h"
 #include "common/log.h"
 #include "freezeframe/errors.h"
 #include "recorder/launch_body.h"
@@ -34,8 +35,8 @@ Drafts to_drafts(const RecordingData& d) {
     if (dr.op.code == OpCode::Launch) {
       dr.kernel = d.kernels[dr.op.kernel];
       dr.args.assign(d.args.begin() + dr.op.arg_begin, d.args.begin() + dr.op.arg_end);
-      if (dr.op.kernel < d.region_names.size())
-        dr.names = d.region_names[dr.op.kernel];
+      if (const RegionNames* names = d.region_names_of(dr.op.kernel))
+        dr.names = *names;
     }
   }
   return out;

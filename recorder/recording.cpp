@@ -2,7 +2,6 @@
 // against any index, type or expression that could make it touch memory it should not.
 #include "recorder/recording.h"
 
-#include <algorithm>
 #include <atomic>
 #include <string>
 
@@ -139,12 +138,6 @@ Item op_item(size_t i, const Op& op) {
 }
 
 }  // namespace
-
-size_t count_regions(const KernelIR& ir) {
-  return static_cast<size_t>(
-      std::count_if(ir.instrs.begin(), ir.instrs.end(),
-                    [](const IrInstr& in) { return op_facts(in.op).region == RegionRole::Open; }));
-}
 
 void add_region_names(RecordingData& d, uint32_t kernel, const RegionNames& names) {
   if (d.region_names.size() <= kernel)

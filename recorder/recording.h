@@ -165,10 +165,6 @@ void op_uses(const RecordingData& d, const Op& op, std::vector<SlotUse>& out);
 void launch_uses(const KernelIR& kernel, std::span<const LaunchArg> args,
                  std::vector<SlotUse>& out);
 
-/// The region-opening markers (LoopBegin, IfBegin, CallBegin) of `ir`: how many names
-/// RecordingData::region_names holds for it.
-size_t count_regions(const KernelIR& ir);
-
 /// Records that kernel `kernel` of `d` ran with region names `names` (one per region-opening
 /// marker): kept when it has none yet, else every name it does not hold yet is joined to it
 /// ("a | b"), as when two equal loops with different names share one kernel.
@@ -225,6 +221,11 @@ struct RecordingData {
   /// order ("" for an unnamed one). Launches of one kernel under other names join them
   /// ("a | b"). Only recorder-dump and messages read them.
   std::vector<RegionNames> region_names;
+
+  /// Kernel `k`'s region names, or nullptr when it has none.
+  const RegionNames* region_names_of(size_t k) const {
+    return k < region_names.size() && !region_names[k].empty() ? &region_names[k] : nullptr;
+  }
 
   /// Checks every index, type, expression and slot lifetime; throws ff::FormatError naming
   /// the problem (a recording that fails is damaged, whether it came from a file or was built

@@ -67,9 +67,9 @@ std::string to_text(const RecordingData& d) {
     s += "  pass " + p.name + ": " + pass_counts(p) + "\n";
   for (size_t k = 0; k < d.kernels.size(); ++k) {
     s += "  kernel k" + std::to_string(k) + ": " + d.kernels[k]->to_string();
-    if (k < d.region_names.size() && !d.region_names[k].empty()) {
+    if (const RegionNames* names = d.region_names_of(k)) {
       s += "  kernel k" + std::to_string(k) + " regions:";
-      for (const std::string& n : d.region_names[k])
+      for (const std::string& n : *names)
         s += n.empty() ? std::string(" (unnamed)") : " '" + n + "'";
       s += "\n";
     }

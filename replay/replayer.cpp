@@ -501,8 +501,7 @@ void Replay<Exec>::launch(size_t i, const PlannedOp& p, const rec::Op& op) {
   };
   if constexpr (Exec::kProvenance) {
     // Into an outer recording: it keeps the kernel's region names as a traced launch's.
-    bool named = op.kernel < d_.region_names.size() && !d_.region_names[op.kernel].empty();
-    RegionNamesScope names(named ? &d_.region_names[op.kernel] : nullptr);
+    RegionNamesScope names(d_.region_names_of(op.kernel));
     run();
   } else {
     run();

@@ -399,7 +399,7 @@ void KernelEmitter::hoist_uniforms() {
 void KernelEmitter::emit_body(const std::vector<std::string>& idx) {
   size_t k = 0;
   while (k < ir_.instrs.size()) {
-    if (op_facts(ir_.instrs[k].op).region == RegionRole::Open) {
+    if (opens_region(ir_.instrs[k])) {
       size_t end = k;
       for (unsigned u = 0; u < idx.size(); ++u) {
         end = k;

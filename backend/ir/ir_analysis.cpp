@@ -258,6 +258,12 @@ bool has_regions(const KernelIR& ir) {
   return any;
 }
 
+size_t count_regions(const KernelIR& ir) {
+  size_t n = 0;
+  for_each_instr(ir, [&](uint32_t, const IrInstr& in) { n += opens_region(in); });
+  return n;
+}
+
 bool order_dependent(const KernelIR& ir) {
   bool any = false;
   for_each_instr(ir, [&](uint32_t, const IrInstr& in) { any = any || order_dependent(in); });

@@ -230,6 +230,11 @@ inline bool is_region_marker(const IrInstr& in) {
   return op_facts(in.op).region != RegionRole::None;
 }
 
+/// Whether `in` opens a region (LoopBegin, IfBegin, CallBegin).
+inline bool opens_region(const IrInstr& in) {
+  return op_facts(in.op).region == RegionRole::Open;
+}
+
 /// Per instruction of `ir`, how many regions enclose it: 0 at the top level. An Open and its
 /// Close count as inside their region; a Result, a value of the enclosing part, does not. For
 /// analyses that treat what runs
@@ -244,6 +249,10 @@ std::vector<uint16_t> loop_depths(const KernelIR& ir);
 
 /// Whether `ir` has any region.
 bool has_regions(const KernelIR& ir);
+
+/// How many regions `ir` opens (its opens_region() markers): how many names
+/// RecordingData::region_names holds for it.
+size_t count_regions(const KernelIR& ir);
 
 /// How a whole kernel uses one parameter: the set of its accesses.
 struct ParamSummary {

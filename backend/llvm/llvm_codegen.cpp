@@ -1562,8 +1562,7 @@ Value* KernelEmitter::emit_saturating_cast(ScalarType from, ScalarType to, Value
   Type* fty = v->getType();
   bool sgn = is_signed_int(to);
   int value_bits = static_cast<int>(size_of(to) * 8) - (sgn ? 1 : 0);
-  uint64_t max_int = sgn ? (uint64_t{1} << value_bits) - 1
-                         : (value_bits == 64 ? ~uint64_t{0} : (uint64_t{1} << value_bits) - 1);
+  uint64_t max_int = value_bits == 64 ? ~uint64_t{0} : (uint64_t{1} << value_bits) - 1;
   double limit = std::ldexp(1.0, value_bits);  // 2^bits: the first value past the maximum
   double lo = sgn ? -limit : 0.0;
   // The largest value of the float type below `limit` (exact in double for both float types).

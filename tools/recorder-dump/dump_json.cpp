@@ -165,8 +165,8 @@ nlohmann::ordered_json recording_json(const rec::RecordingData& d, size_t r, con
                {"hash", ir.hash.to_hex()},
                {"params", ir.params.size()},
                {"instructions", ir.instrs.size()}};
-    if (k < d.region_names.size() && !d.region_names[k].empty())
-      jk["region_names"] = d.region_names[k];  // one per region-opening marker, "" unnamed
+    if (const RegionNames* names = d.region_names_of(k))
+      jk["region_names"] = *names;  // one per region-opening marker, "" unnamed
     if (o.kernels)
       jk["ir"] = ir.to_string();
     kernels.push_back(std::move(jk));

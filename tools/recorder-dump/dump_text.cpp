@@ -111,8 +111,8 @@ void recording_text(std::string& s, const rec::RecordingData& d, size_t r, const
   s += "\n  kernels:\n";
   for (size_t k = 0; k < d.kernels.size(); ++k) {
     const KernelIR& ir = *d.kernels[k];
-    const RegionNames no_names;
-    const RegionNames& names = k < d.region_names.size() ? d.region_names[k] : no_names;
+    const RegionNames no_names, *of_kernel = d.region_names_of(k);
+    const RegionNames& names = of_kernel ? *of_kernel : no_names;
     s += "    " + pad("k" + std::to_string(k), 6) + ir.hash.to_hex() + "  " +
          std::to_string(ir.params.size()) + " params, " + std::to_string(ir.instrs.size()) +
          " instructions";
@@ -133,8 +133,7 @@ void recording_text(std::string& s, const rec::RecordingData& d, size_t r, const
         s += "      " + listing.substr(at, end - at);
         if (line >= 1 + ir.params.size()) {
           size_t instr = line - 1 - ir.params.size();
-          if (instr < ir.instrs.size() &&
-              op_facts(ir.instrs[instr].op).region == RegionRole::Open) {
+          if (instr < ir.instrs.size() && opens_region(ir.instrs[instr])) {
             if (region < names.size() && !names[region].empty())
               s += "  '" + names[region] + "'";
             ++region;
