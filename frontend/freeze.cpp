@@ -158,12 +158,20 @@ void FreezeCore::call(CallSite& site) {
   Impl& m = *impl_;
   CallScratch& cs = t_scratch[t_depth];
   DepthScope depth;  // calls inside the body use the next scratch
-  if (cs.scan.grad_leaf >= 0)
-    throw FreezeError(m.options.name + ": " +
-                      leaf_path(site, static_cast<uint32_t>(cs.scan.grad_leaf)) +
-                      " has gradients enabled, and frozen functions do not carry gradients "
-                      "across their boundary yet: pass ff::detach(x), or call the function "
-                      "unfrozen");
+
+  struct ReleaseGrads {  // the grad-enabled arguments' nodes and gradients, held for the call
+    GradCall& g;
+
+    ~ReleaseGrads() {
+      if (!g.nodes.empty() || !g.grads.empty())
+        g.clear();
+    }
+  } release_grads{cs.grad_call};
+
+  if (!cs.scan.grad_leaves.empty()) [[unlikely]]
+    gather_grads(site, cs, cs.grad_call, m.prefix());
+  else if (!cs.grads.empty())
+    cs.grads.clear();
   SlowCall c;
   // Nested calls take the full path (it decides between replaying into the outer recording
   // and tracing into it).
@@ -176,7 +184,7 @@ void FreezeCore::call(CallSite& site) {
       case Step::Replayed:
         return;
       case Step::RunTraced:
-        site.run();
+        m.run_traced(site, cs);
         return;
       case Step::KeyAgain:
         continue;
@@ -309,6 +317,20 @@ bool FreezeCore::Impl::replay_first_fit(CallSite& site, CallScratch& cs, const S
   return false;
 }
 
+void FreezeCore::Impl::run_traced(CallSite& site, CallScratch& cs) {
+  if (cs.grads.empty()) {
+    site.run();
+    return;
+  }
+  site.snapshot_arguments();
+  site.run();
+  WrittenArgs written = site.written_arguments();
+  SinkVisitor sink;
+  site.outputs(sink, written);
+  GradOutcome o = classify_grads(site, cs, cs.grad_call, sink, written, nullptr, prefix());
+  settle_traced(site, cs, cs.grad_call, sink, o, written);
+}
+
 void FreezeCore::Impl::record_call(CallSite& site, CallScratch& cs, const SlowCall& c) {
   std::shared_ptr<Held> held;
   CallDescription description;
@@ -392,11 +414,31 @@ void FreezeCore::Impl::rebuild(CallSite& site, CallScratch& cs, Held& held) {
     ~DropOutputs() { s.drop_outputs(); }
   } drop{cs.replay};
 
-  RebuildVisitor rebuild(held.out_shape, cs.replay.outputs, held.context);
+  std::span<TypedHandle> outputs(cs.replay.outputs);
+  size_t n_regular = std::min(held.n_regular, outputs.size());
+  RebuildVisitor rebuild(held.out_shape, outputs.first(n_regular), held.context);
+
+  struct DropNodes {  // the gradient nodes the rebuild did not take (it threw)
+    std::vector<AdIndex> nodes;
+
+    ~DropNodes() {
+      for (AdIndex n : nodes)
+        ad_dec_ref(n);
+    }
+  } grad_nodes;
+
+  bool grads = !cs.grads.empty();
+  if (grads) [[unlikely]] {
+    grad_nodes.nodes = replay_output_nodes(cs.grad_call, held.grads, outputs.first(n_regular),
+                                           outputs.subspan(n_regular));
+    rebuild.set_grad_nodes(grad_nodes.nodes);
+  }
   const void* types = site.types();
   bool fitted = held.fitted_types.load(std::memory_order_acquire) == types;
   site.rebuild(rebuild, held.written, /*staged=*/!fitted);
   rebuild.finish();
+  if (grads) [[unlikely]]
+    write_back_grads(cs.grad_call, held.grads, outputs.subspan(n_regular));
   if (!fitted)
     held.fitted_types.store(types, std::memory_order_release);
 }
@@ -464,6 +506,7 @@ std::vector<AnyArray> owned_inputs(const KeyScratch& ks) {
 std::shared_ptr<Held> FreezeCore::Impl::record(CallSite& site, CallScratch& cs) {
   SinkVisitor sink;
   WrittenArgs written;
+  GradOutcome grads;
   Recording r;
   try {
     std::vector<AnyArray> inputs = owned_inputs(cs);
@@ -473,7 +516,12 @@ std::shared_ptr<Held> FreezeCore::Impl::record(CallSite& site, CallScratch& cs) 
       site.run();
       written = site.written_arguments();
       site.outputs(sink, written);
-      return sink.arrays;
+      if (cs.grads.empty())
+        return sink.arrays;
+      // Then the gradients a replay writes back (freeze_grads.h).
+      std::vector<AnyArray> outputs = sink.arrays;
+      grads = classify_grads(site, cs, cs.grad_call, sink, written, &outputs, prefix());
+      return outputs;
     };
     r = record_scope(inputs, body, RecordOptions{options.optimize});
   } catch (const rec::Refusal& e) {
@@ -483,10 +531,14 @@ std::shared_ptr<Held> FreezeCore::Impl::record(CallSite& site, CallScratch& cs) 
                       " (a frozen function takes every array it reads as an argument and "
                       "returns what it computes; read results after the call)");
   }
+  if (!cs.grads.empty())  // the caller's outputs as a replay leaves them
+    settle_traced(site, cs, cs.grad_call, sink, grads, written);
   auto held = std::make_shared<Held>();
   held->recording = r;
   held->out_shape = sink.shape.to_vector();
   held->written = std::move(written);
+  held->grads = std::move(grads);
+  held->n_regular = sink.arrays.size();
   held->tolerant = order_dependent(*recording_state(r)->data);
   held->collective = has_collectives(*recording_state(r)->data);
   held->context = prefix();

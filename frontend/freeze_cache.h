@@ -15,6 +15,7 @@
 
 #include "common/hash.h"
 #include "freezeframe/freeze.h"
+#include "frontend/freeze_grads.h"
 #include "frontend/freeze_key.h"
 #include "frontend/freeze_replay.h"
 #include "frontend/freeze_verify.h"
@@ -27,7 +28,12 @@ namespace ff::detail {
 struct Held {
   Recording recording;
   std::vector<uint8_t> out_shape;
-  WrittenArgs written;    // the arguments the body wrote: outputs after the result
+  WrittenArgs written;  // the arguments the body wrote: outputs after the result
+  // Calls with grad-enabled arguments: what the outputs and the arguments' gradients do
+  // (freeze_grads.h). The recording's first n_regular outputs are the result's and the
+  // written arguments' arrays, the rest the gradients the outcome names.
+  GradOutcome grads;
+  size_t n_regular = 0;
   bool tolerant = false;  // float scatter_add or reduction inside: verify within tolerance
   // ff::dist collectives inside: verify never re-runs it traced, which would issue collectives
   // the other ranks do not.
@@ -55,6 +61,7 @@ struct LastHit {
 /// Everything one call needs, reused between calls (one per nesting depth and thread): its
 /// key, its replay's buffers and this thread's last hits at this depth.
 struct CallScratch : KeyScratch {
+  GradCall grad_call;
   ReplayScratch replay;
   std::array<LastHit, 4> last;  // the functions this thread called last at this depth
   size_t next_last = 0;
@@ -149,6 +156,9 @@ struct FreezeCore::Impl {
   /// Replays the first of `held` that fits, and remembers it for this thread.
   bool replay_first_fit(CallSite& site, CallScratch& cs, const SlowCall& c,
                         const std::vector<std::shared_ptr<Held>>& held);
+  /// Runs the body traced on the caller's arguments (nested, or its key is being recorded);
+  /// with grad-enabled arguments, its outputs then get the nodes a replay would give them.
+  void run_traced(CallSite& site, CallScratch& cs);
   /// Records the call for its entry (marked recording) and keeps the recording.
   void record_call(CallSite& site, CallScratch& cs, const SlowCall& c);
 

@@ -33,6 +33,8 @@ format::FreezeRecord to_record(const Held& one, const Entry& e, uint32_t k) {
   rec.written.assign(one.written.begin(), one.written.end());
   rec.tolerant = one.tolerant;
   rec.leaf_paths = e.leaf_paths;
+  rec.grad_outputs = one.grads.outputs;
+  rec.grad_ends = one.grads.ends;
   return rec;
 }
 
@@ -115,6 +117,23 @@ void check_output_types(const format::FreezeRecord& rec, const rec::RecordingDat
   };
   for (const format::ShapeNode& n : format::decode_shape(rec.out_shape, false, path))
     collect(collect, n);
+  // Then the gradients: of their arrays' types.
+  if (!rec.grad_ends.empty()) {
+    std::vector<ScalarType> grads;
+    for (size_t k = 0; k < rec.grad_outputs.size() && k < types.size(); ++k)
+      if (rec.grad_outputs[k] == static_cast<uint32_t>(format::GradOutput::NewLeafGradient))
+        grads.push_back(types[k]);
+    format::DecodedKey key = format::decode_key(rec.key, rec.shape_bytes, 3, path);
+    for (size_t j = 0; j < key.grads.size() && j < rec.grad_ends.size(); ++j)
+      if (rec.grad_ends[j] == static_cast<uint8_t>(format::GradEnd::Gradient))
+        grads.push_back(rec.infos[key.grads[j].leaf].type);
+    types.insert(types.end(), grads.begin(), grads.end());
+  }
+  if (types.size() != d.outputs.size())
+    throw FormatError(path + ": freeze data: recording " + std::to_string(rec.recording) +
+                      " returns " + std::to_string(d.outputs.size()) +
+                      " arrays, its result shape and gradients name " +
+                      std::to_string(types.size()));
   for (size_t i = 0; i < types.size() && i < d.outputs.size(); ++i)
     if (ScalarType t = d.slots[d.outputs[i].slot].type; t != types[i])
       throw FormatError(path + ": freeze data: the result shape of recording " +
@@ -152,6 +171,10 @@ Loaded to_loaded(format::FreezeRecord& rec, const format::ParsedFile& parsed,
   held->out_shape = std::move(rec.out_shape);
   held->written.assign(rec.written.begin(), rec.written.end());
   held->tolerant = rec.tolerant;
+  held->grads.outputs = std::move(rec.grad_outputs);
+  held->grads.ends = std::move(rec.grad_ends);
+  held->n_regular = held->recording.n_outputs() -
+                    format::count_grad_outputs(held->grads.outputs, held->grads.ends);
   held->collective = has_collectives(*recording_state(held->recording)->data);
   held->context = context;
   one.held = std::move(held);

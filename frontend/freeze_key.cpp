@@ -129,7 +129,7 @@ void build_key(KeyScratch& ks) {
   find_aliases(ks);
   group_inputs(ks);  // before the leaves: a literal's size class names a group
   ks.key.clear();
-  format::put_key_flags(ks.key, flag(Flag::Debug));
+  format::put_key_flags(ks.key, flag(Flag::Debug), ks.grads, !ks.grads.empty() && ad_suspended());
   for (size_t i = 0; i < n; ++i)
     format::put_key_leaf(ks.key, key_leaf(ks, i));
 }
@@ -210,6 +210,25 @@ CallDescription describe_call(CallSite& site, const KeyScratch& ks) {
     }
     bool structural = it.what.rfind("size ", 0) == 0 || it.what.rfind("struct ", 0) == 0;
     d.items.push_back({it.path, structural ? "structure" : "value", it.what});
+  }
+  // Grad-enabled arrays; the gradients they bring in follow the arguments' arrays as leaves.
+  size_t extra = ks.scan.leaves.size();
+  for (const format::GradItem& g : ks.grads)
+    extra -= g.state == format::GradState::Gradient ? 1 : 0;
+  for (const format::GradItem& g : ks.grads) {
+    const std::string& path = d.leaf_paths[g.leaf];
+    if (g.state == format::GradState::SameNode) {
+      d.items.push_back(
+          {path, "gradients", "enabled, the node of " + d.leaf_paths[ks.grads[g.same_as].leaf]});
+    } else if (g.state == format::GradState::NoGradient || extra >= d.leaf_paths.size()) {
+      d.items.push_back({path, "gradients", "enabled, none accumulated"});
+    } else {
+      d.leaf_paths[extra] = "ff::grad(" + path + ")";
+      d.items.push_back({path, "gradients",
+                         ks.infos[extra].literal ? "enabled, a literal accumulated"
+                                                 : "enabled, an array accumulated"});
+      ++extra;
+    }
   }
   return d;
 }

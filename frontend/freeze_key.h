@@ -4,7 +4,8 @@
 // by decode_key). Internal to the front end.
 //
 // A key is the scan's shape (per argument: kArgumentMarker, then its nodes), then the tracer
-// part: the debug flag, then per leaf
+// part: the flags (debug; with grad-enabled arguments, their items: freeze_grads.h), then per
+// leaf (the arguments' arrays, then the gradients the items bring in)
 //   - a literal (an unevaluated constant, baked into the kernels and no input of the
 //     recording): its bits and its size class (literal_size_class: 1; the size of an input
 //     size group of this call; else its exact size);
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "freezeframe/freeze.h"
+#include "recorder/freeze_section.h"
 #include "tracer/variable.h"
 
 namespace ff::detail {
@@ -62,6 +64,9 @@ using InputLeaf = TypedHandle;
 /// thread: the call's hot path allocates nothing once the vectors have grown).
 struct KeyScratch {
   ScanVisitor scan;
+  // The grad-enabled array leaves (frontend/freeze_grads: gather_grads); their gradients
+  // follow the arguments' arrays in scan.leaves. Empty for calls without gradients.
+  std::vector<format::GradItem> grads;
   ByteBuffer key;                     // the tracer part (build_key)
   std::vector<uint8_t> full_key;      // the scan's shape, then `key`: the cache's key (full_key)
   std::vector<LeafInfo> infos;        // per leaf

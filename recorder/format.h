@@ -17,7 +17,7 @@ inline constexpr char kMagic[4] = {'F', 'F', 'R', 'C'};
 /// sections, records that grow at their end); a reader of an older minor skips what it does
 /// not know.
 inline constexpr uint16_t kVersionMajor = 1;
-inline constexpr uint16_t kVersionMinor = 8;
+inline constexpr uint16_t kVersionMinor = 9;
 
 /// FileHeader::checksum_algo.
 inline constexpr uint16_t kChecksumXxh3_64 = 1;

@@ -216,9 +216,60 @@ void array_types(const ShapeNode& n, std::vector<ScalarType>& out) {
     array_types(c, out);
 }
 
-/// The tracer part of a key: the debug flag, then one entry per leaf.
+/// Layout 3's gradient part of a key: the grad-enabled array leaves, ascending, each with what
+/// its node brings. Returns the extra leaves they add.
+size_t read_grad_part(Reader& r, size_t n_array_leaves, DecodedKey& key) {
+  size_t at = r.offset();
+  uint32_t n = r.u32("the grad-enabled leaf count");
+  if (n == 0 || n > n_array_leaves)
+    r.fail_at(at, std::to_string(n) + " grad-enabled leaves in a key of " +
+                      std::to_string(n_array_leaves) + " array(s)");
+  size_t extra = 0;
+  for (uint32_t k = 0; k < n; ++k) {
+    at = r.offset();
+    GradItem g;
+    g.leaf = r.u32("a grad-enabled leaf");
+    if (g.leaf >= n_array_leaves || (k > 0 && g.leaf <= key.grads.back().leaf))
+      r.fail_at(at,
+                "grad-enabled leaf " + std::to_string(g.leaf) + " is out of range or out of order");
+    uint8_t state = r.u8("a grad-enabled leaf's state");
+    switch (state) {
+      case static_cast<uint8_t>(GradState::NoGradient):
+        g.state = GradState::NoGradient;
+        break;
+      case static_cast<uint8_t>(GradState::Gradient):
+        g.state = GradState::Gradient;
+        ++extra;
+        break;
+      case static_cast<uint8_t>(GradState::SameNode):
+        g.state = GradState::SameNode;
+        g.same_as = r.u32("the item of the same node");
+        if (g.same_as >= k || key.grads[g.same_as].state == GradState::SameNode)
+          r.fail_at(at, "grad-enabled leaf " + std::to_string(g.leaf) +
+                            " shares the node of item " + std::to_string(g.same_as) +
+                            ", not of an earlier item with a node of its own");
+        break;
+      default:
+        r.fail_at(at, "grad-enabled leaf " + std::to_string(g.leaf) + " has state " +
+                          std::to_string(state) + " (0 no gradient, 1 gradient, 2 same node)");
+    }
+    key.grads.push_back(g);
+  }
+  return extra;
+}
+
+/// The tracer part of a key: the flags, the gradient part (layout 3), then one entry per leaf.
 void read_tracer_part(Reader& r, uint32_t layout, size_t n_leaves, DecodedKey& key) {
-  key.debug = r.flag("the key's debug flag");
+  size_t flags_at = r.offset();
+  uint8_t flags = r.u8("the key's flags");
+  uint8_t known = layout >= 3 ? (kKeyFlagDebug | kKeyFlagGrads | kKeyFlagSuspended) : kKeyFlagDebug;
+  if ((flags & ~known) || ((flags & kKeyFlagSuspended) && !(flags & kKeyFlagGrads)))
+    r.fail_at(flags_at, "the key's flags are " + std::to_string(flags) + " (this layout knows " +
+                            std::to_string(known) + " at most; 4 only with 2)");
+  key.debug = flags & kKeyFlagDebug;
+  key.suspended = flags & kKeyFlagSuspended;
+  if (flags & kKeyFlagGrads)
+    n_leaves += read_grad_part(r, n_leaves, key);
   uint32_t n_groups = 0;
   std::vector<std::pair<size_t, uint32_t>> literal_groups;  // offset, group
   for (size_t i = 0; i < n_leaves; ++i) {
@@ -459,6 +510,12 @@ std::vector<std::byte> encode_freeze_section(const FreezeSection& s) {
       for (const std::string& path : rec.leaf_paths)
         w.str(path);
     }
+    if (s.layout >= 3) {
+      w.u32(static_cast<uint32_t>(rec.grad_outputs.size()));
+      for (uint32_t g : rec.grad_outputs)
+        w.u32(g);
+      w.blob(rec.grad_ends.data(), rec.grad_ends.size());
+    }
   }
   for (const OpaqueSet& set : s.opaque) {
     w.u64(set.shape_hash);
@@ -475,6 +532,53 @@ std::vector<std::byte> encode_freeze_section(const FreezeSection& s) {
   }
   return w.take();
 }
+
+size_t count_grad_outputs(const std::vector<uint32_t>& grad_outputs,
+                          const std::vector<uint8_t>& grad_ends) {
+  return static_cast<size_t>(
+      std::count(grad_outputs.begin(), grad_outputs.end(),
+                 static_cast<uint32_t>(GradOutput::NewLeafGradient)) +
+      std::count(grad_ends.begin(), grad_ends.end(), static_cast<uint8_t>(GradEnd::Gradient)));
+}
+
+namespace {
+
+/// Layout 3: what a record's outputs do with gradients, checked against its key.
+void read_grad_outputs(Reader& r, const std::string& which, const DecodedKey& key, size_t n_regular,
+                       FreezeRecord& rec) {
+  size_t at = r.offset();
+  uint32_t n = r.u32("the gradient output count");
+  bool grads = !key.grads.empty();
+  if (n != (grads ? n_regular : 0))
+    r.fail_at(at, which + ": " + std::to_string(n) + " gradient output kinds for " +
+                      std::to_string(n_regular) + " output array(s) of a key " +
+                      (grads ? "with" : "without") + " grad-enabled leaves");
+  for (uint32_t k = 0; k < n; ++k) {
+    size_t item_at = r.offset();
+    uint32_t g = r.u32("a gradient output kind");
+    if (g >= static_cast<uint32_t>(GradOutput::InputNode) + key.grads.size() ||
+        (g >= static_cast<uint32_t>(GradOutput::InputNode) &&
+         key.grads[g - static_cast<uint32_t>(GradOutput::InputNode)].state == GradState::SameNode))
+      r.fail_at(item_at, which + ": output array " + std::to_string(k) + " has gradient kind " +
+                             std::to_string(g) +
+                             " (0 detached, 1 and 2 new leaves, 3 + j item j's node)");
+    rec.grad_outputs.push_back(g);
+  }
+  at = r.offset() + 4;
+  rec.grad_ends = r.blob("the gradient ends");
+  if (rec.grad_ends.size() != key.grads.size())
+    r.fail_at(at, which + ": " + std::to_string(rec.grad_ends.size()) + " gradient ends for " +
+                      std::to_string(key.grads.size()) + " grad-enabled leaves");
+  for (size_t k = 0; k < rec.grad_ends.size(); ++k)
+    if (rec.grad_ends[k] > static_cast<uint8_t>(GradEnd::Unchanged) ||
+        (key.grads[k].state == GradState::SameNode &&
+         rec.grad_ends[k] != static_cast<uint8_t>(GradEnd::Unchanged)))
+      r.fail_at(at, which + ": grad-enabled leaf " + std::to_string(key.grads[k].leaf) +
+                        " ends in state " + std::to_string(rec.grad_ends[k]) +
+                        " (0 cleared, 1 a gradient, 2 unchanged; items sharing a node: 2)");
+}
+
+}  // namespace
 
 FreezeSection decode_freeze_section(std::span<const std::byte> bytes,
                                     std::span<const size_t> n_outputs, const std::string& where) {
@@ -517,6 +621,9 @@ FreezeSection decode_freeze_section(std::span<const std::byte> bytes,
     std::vector<ScalarType> types;
     for (const ShapeNode& a : key.arguments)
       array_types(a, types);
+    for (const GradItem& g : key.grads)  // the gradients, of their arrays' types
+      if (g.state == GradState::Gradient)
+        types.push_back(types[g.leaf]);
     for (uint32_t i = 0; i < n_infos; ++i) {
       size_t leaf_at = r.offset();
       FreezeLeafInfo li;
@@ -558,10 +665,7 @@ FreezeSection decode_freeze_section(std::span<const std::byte> bytes,
       r.fail_at(out_at, which + ": the result shape holds " + std::to_string(out.size()) +
                             " value(s) for " + std::to_string(n_written) +
                             " written argument(s) and the result");
-    if (size_t n = count_arrays(out); n != n_outputs[rec.recording])
-      r.fail_at(out_at, which + ": the result shape holds " + std::to_string(n) +
-                            " array(s), the recording has " +
-                            std::to_string(n_outputs[rec.recording]) + " output(s)");
+    size_t n_regular = count_arrays(out);
     // A written argument is rebuilt into the argument's own type: after the body it has the
     // structure it had before (the key's), only container lengths and values may change.
     for (size_t a = 0, node = out.size() - n_written; a < rec.written.size(); ++a)
@@ -578,6 +682,13 @@ FreezeSection decode_freeze_section(std::span<const std::byte> bytes,
       for (uint32_t i = 0; i < n_paths; ++i)
         rec.leaf_paths.push_back(r.str("a leaf path"));
     }
+    if (s.layout >= 3)
+      read_grad_outputs(r, which, key, n_regular, rec);
+    if (size_t n = n_regular + count_grad_outputs(rec.grad_outputs, rec.grad_ends);
+        n != n_outputs[rec.recording])
+      r.fail_at(out_at, which + ": the result shape and gradients hold " + std::to_string(n) +
+                            " array(s), the recording has " +
+                            std::to_string(n_outputs[rec.recording]) + " output(s)");
     s.records.push_back(std::move(rec));
   }
 

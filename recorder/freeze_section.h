@@ -14,8 +14,9 @@
 
 namespace ff::format {
 
-/// The layout this build writes. Layout 1 (until the literal size classes) is still read.
-inline constexpr uint32_t kFreezeLayout = 2;
+/// The layout this build writes. Layouts 1 (until the literal size classes) and 2 (until
+/// gradients crossed the boundary) are still read.
+inline constexpr uint32_t kFreezeLayout = 3;
 inline constexpr uint32_t kFreezeLayoutOldest = 1;
 
 /// Before each argument of a key's shape part.
@@ -81,12 +82,42 @@ struct KeyLeaf {
   uint64_t size = 0;  // Literal of class Exact (layout 1: the size, unless FromArray)
 };
 
+/// What a grad-enabled array leaf of a key brings in (layout 3). Persisted.
+enum class GradState : uint8_t {
+  NoGradient = 0,  // its node has no gradient yet
+  Gradient = 1,    // its node's gradient is an extra leaf of the key (after the array leaves)
+  SameNode = 2,    // + item (u32): the node of an earlier item (one array passed twice)
+};
+
+/// One grad-enabled array leaf of a key, in leaf order.
+struct GradItem {
+  uint32_t leaf = 0;
+  GradState state = GradState::NoGradient;
+  uint32_t same_as = 0;  // SameNode: the item
+};
+
+/// The key's flag byte: bit 0 Flag::Debug; layout 3: bit 1 a gradient part follows, bit 2
+/// ff::SuspendGrad was active (only with a gradient part: otherwise it changes nothing).
+inline constexpr uint8_t kKeyFlagDebug = 1, kKeyFlagGrads = 2, kKeyFlagSuspended = 4;
+
 /// The writer of a key's tracer part (layout kFreezeLayout) that decode_key reads: the front
 /// end keys every call with these. `Out` has push_back(uint8_t) and append(const void*, size_t)
-/// (the front end's ByteBuffer, which keeps the call's hot path free of allocations).
+/// (the front end's ByteBuffer, which keeps the call's hot path free of allocations). A call
+/// without grad-enabled arguments is keyed as in layout 2.
 template <class Out>
-void put_key_flags(Out& out, bool debug) {
-  out.push_back(debug ? 1 : 0);
+void put_key_flags(Out& out, bool debug, const std::vector<GradItem>& grads, bool suspended) {
+  uint8_t grad_flags = grads.empty() ? 0 : kKeyFlagGrads | (suspended ? kKeyFlagSuspended : 0);
+  out.push_back(static_cast<uint8_t>((debug ? kKeyFlagDebug : 0) | grad_flags));
+  if (grads.empty())
+    return;
+  uint32_t n = static_cast<uint32_t>(grads.size());
+  out.append(&n, sizeof n);
+  for (const GradItem& g : grads) {
+    out.append(&g.leaf, sizeof g.leaf);
+    out.push_back(static_cast<uint8_t>(g.state));
+    if (g.state == GradState::SameNode)
+      out.append(&g.same_as, sizeof g.same_as);
+  }
 }
 
 template <class Out>
@@ -114,7 +145,26 @@ void put_key_leaf(Out& out, const KeyLeaf& leaf) {
 struct DecodedKey {
   std::vector<ShapeNode> arguments;  // one per argument
   bool debug = false;                // Flag::Debug was on
-  std::vector<KeyLeaf> leaves;       // one per Array node, in walking order
+  bool suspended = false;            // layout 3: ff::SuspendGrad was active
+  std::vector<GradItem> grads;       // layout 3: the grad-enabled array leaves
+  std::vector<KeyLeaf> leaves;       // one per Array node, in walking order, then one per
+                                     // grad item of state Gradient
+};
+
+/// How a frozen call's output array comes out with respect to gradients (layout 3). Persisted.
+enum class GradOutput : uint32_t {
+  Detached = 0,
+  NewLeaf = 1,          // a new grad-enabled leaf, without gradient
+  NewLeafGradient = 2,  // a new leaf whose gradient is the next extra output
+  // InputNode + j: the node of grad item j of the key (the array passed in, or a copy of it)
+  InputNode = 3,
+};
+
+/// What a frozen call left in the gradient of each grad item's node (layout 3). Persisted.
+enum class GradEnd : uint8_t {
+  Cleared = 0,    // none
+  Gradient = 1,   // the next extra output
+  Unchanged = 2,  // as it came in (always for SameNode items)
 };
 
 /// What the tracer knew of one leaf when it keyed the call.
@@ -138,7 +188,16 @@ struct FreezeRecord {
   // Layout 2: each leaf's path as the user wrote it ("args[0].pos"), for tools and messages;
   // empty, or one per leaf.
   std::vector<std::string> leaf_paths;
+  // Layout 3, calls with grad-enabled arguments (else both empty): per array of the result
+  // shape its GradOutput, per grad item of the key its GradEnd. The recording's outputs are
+  // the result shape's arrays, then the extra ones these name, in this order.
+  std::vector<uint32_t> grad_outputs;
+  std::vector<uint8_t> grad_ends;
 };
+
+/// The extra outputs (gradients) that a record's grad_outputs and grad_ends name.
+size_t count_grad_outputs(const std::vector<uint32_t>& grad_outputs,
+                          const std::vector<uint8_t>& grad_ends);
 
 /// An FF_STRUCT's name, by the hash keys hold instead (layout 2; for tools and messages).
 struct StructName {

@@ -347,9 +347,10 @@ TEST_CASE(
   };
   // The result shape: the result (an array), then acc (an array).
   REQUIRE(saved.section.records[0].out_shape == std::vector<uint8_t>{1, 5, 1, 5});
-  refused("the result shape holds 3 array(s), the recording has 2 output(s)", [](auto& r) {
-    r.out_shape = {6, 2, 0, 0, 0, 0, 0, 0, 0, 1, 5, 1, 5, 1, 5};  // a tuple of two arrays, acc
-  });
+  refused(
+      "the result shape and gradients hold 3 array(s), the recording has 2 output(s)", [](auto& r) {
+        r.out_shape = {6, 2, 0, 0, 0, 0, 0, 0, 0, 1, 5, 1, 5, 1, 5};  // a tuple of two arrays, acc
+      });
   refused("a shape node of unknown kind 66", [](auto& r) { r.out_shape[2] = 66; });
   refused("the data ends inside an array's element type", [](auto& r) { r.out_shape.pop_back(); });
   refused("written flags for 3 argument(s), its key has 2",
@@ -372,7 +373,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "freeze files: a layout-1 file loads its recordings without literals and drops the others",
+    "freeze files: a layout-1 file loads its recordings without literals and drops the others; "
+    "a layout-2 file loads them all",
     "[freeze][files]") {
   fresh();
   auto fn = [](const Float& x, const Float& s) { return x * s; };
@@ -387,7 +389,7 @@ TEST_CASE(
     f.save(file.str());
   }
   SavedFile saved(file.str());
-  CHECK(saved.section.layout == 2);
+  CHECK(saved.section.layout == 3);
   ff::format::FreezeSection old = saved.section;
   old.layout = 1;
   size_t with_literal = 0;
@@ -415,13 +417,25 @@ TEST_CASE(
   same_as_traced(g, fn, literal, 5);
   CHECK(g.n_recordings() == 1);  // recorded anew
 
+  // A layout-2 file (before gradients crossed the boundary) keys calls without gradients as
+  // layout 3 does: every recording loads and replays.
+  ff::format::FreezeSection two = saved.section;
+  two.layout = 2;
+  saved.write(file.str(), two);
+  auto k = ff::freeze(fn, named());
+  k.load(file.str());
+  same_as_traced(k, fn, buffer, 6);
+  same_as_traced(k, fn, literal, 6);
+  CHECK(k.n_recordings() == 0);
+  CHECK(k.n_replays() == 2);
+
   // An unknown layout is refused.
   ff::format::FreezeSection newer = saved.section;
-  newer.layout = 3;
+  newer.layout = 4;
   saved.write(file.str(), newer);
   auto h = ff::freeze(fn, named());
   REQUIRE_THROWS_AS(h.load(file.str()), ff::FormatError);
-  REQUIRE_THROWS_WITH(h.load(file.str()), Contains("layout version 3"));
+  REQUIRE_THROWS_WITH(h.load(file.str()), Contains("layout version 4"));
 }
 
 TEST_CASE("freeze files: a result shape that contradicts the types is damage: nothing is written",

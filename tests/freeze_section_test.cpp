@@ -71,6 +71,13 @@ Bytes tracer_part() {
   return t;
 }
 
+/// tracer_part() without its flags byte: what follows a gradient part.
+Bytes leaves() {
+  Bytes t = tracer_part();
+  t.b.erase(t.b.begin());
+  return t;
+}
+
 fmt::FreezeSection sample() {
   fmt::FreezeSection s;
   s.version = "v1";
@@ -158,6 +165,40 @@ TEST_CASE("freeze section: a section round-trips through the codec", "[format][f
   CHECK(k.leaves[2].group == 0);
 }
 
+TEST_CASE("freeze section: a key with grad-enabled leaves and what the outputs do with them",
+          "[format][freeze]") {
+  // args[0].pos grad-enabled with a gradient (an extra leaf, an input of group 0), args[1]
+  // grad-enabled without one; debug on.
+  fmt::FreezeSection s = sample();
+  fmt::FreezeRecord& r = s.records[0];
+  Bytes k = shape();
+  k.u8(3).u32(2).u32(0).u8(1).u32(2).u8(0);
+  k.u8(0).u32(0).u8(1).u32(0).u8(2).u64(0).u8(1).u32(0).u8(0).u32(0);
+  r.key = k.b;
+  r.infos.push_back({ff::ScalarType::Float32, false, false, 0, 100});
+  r.leaf_paths.push_back("ff::grad(args[0].pos)");
+  // The result is detached, args[0].pos a new leaf with its gradient, args[0].vel item 1's
+  // node; item 0's gradient is new, item 1's unchanged.
+  r.grad_outputs = {0, 2, 4};
+  r.grad_ends = {1, 2};
+  std::vector<std::byte> bytes = fmt::encode_freeze_section(s);
+  fmt::FreezeSection d = fmt::decode_freeze_section(bytes, std::vector<size_t>{5}, "file.ffr");
+  CHECK(d.records[0].grad_outputs == r.grad_outputs);
+  CHECK(d.records[0].grad_ends == r.grad_ends);
+  CHECK(fmt::count_grad_outputs(r.grad_outputs, r.grad_ends) == 2);
+  CHECK(fmt::encode_freeze_section(d) == bytes);
+  fmt::DecodedKey key = fmt::decode_key(r.key, r.shape_bytes, 3, "file.ffr");
+  CHECK(key.debug);
+  CHECK_FALSE(key.suspended);
+  REQUIRE(key.grads.size() == 2);
+  CHECK(key.grads[0].state == fmt::GradState::Gradient);
+  CHECK(key.grads[1].leaf == 2);
+  CHECK(key.leaves.size() == 4);
+  // Layout 2 has no gradient part: the same key is refused there.
+  REQUIRE_THROWS_WITH(fmt::decode_key(r.key, r.shape_bytes, 2, "file.ffr"),
+                      Contains("the key's flags are 3"));
+}
+
 TEST_CASE("freeze section: every kind of node decodes, nested", "[format][freeze]") {
   Bytes s;
   s.u8(0xA0).u8(4).u64(2).u8(1).u8(kF32).u8(1).u8(kF32);              // vector(2) of arrays
@@ -224,7 +265,7 @@ TEST_CASE("freeze section: each broken rule is named with the file and the byte"
     r.key.insert(r.key.end(), t.begin(), t.end());
   };
   std::vector<Case> cases = {
-      {"layout version 3", [](auto& s) { s.layout = 3; }},
+      {"layout version 4", [](auto& s) { s.layout = 4; }},
       {"2 leaf paths for 3 leaves", [](auto& s) { s.records[0].leaf_paths.pop_back(); }},
       {"it lists 1 recordings, the file holds 2", [](auto&) {}, {3, 1}},
       {"recording index 1 is out of range", [](auto& s) { s.records[0].recording = 1; }},
@@ -274,8 +315,50 @@ TEST_CASE("freeze section: each broken rule is named with the file and the byte"
          b.u8(0xA0).u8(4).u64(1000);
          args(s, b);
        }},
-      {"the key's debug flag is 2",
+      {"the key's flags are 8", [&](auto& s) { s.records[0].key[s.records[0].shape_bytes] = 8; }},
+      {"the key's flags are 4", [&](auto& s) { s.records[0].key[s.records[0].shape_bytes] = 4; }},
+      {"0 grad-enabled leaves in a key of 3 array(s)",
        [&](auto& s) { s.records[0].key[s.records[0].shape_bytes] = 2; }},
+      {"grad-enabled leaf 3 is out of range or out of order",
+       [&](auto& s) { tracer(s, Bytes().u8(2).u32(1).u32(3).u8(0).add(leaves())); }},
+      {"grad-enabled leaf 0 is out of range or out of order",
+       [&](auto& s) { tracer(s, Bytes().u8(2).u32(2).u32(1).u8(0).u32(0).u8(0).add(leaves())); }},
+      {"grad-enabled leaf 0 has state 7",
+       [&](auto& s) { tracer(s, Bytes().u8(2).u32(1).u32(0).u8(7).add(leaves())); }},
+      {"grad-enabled leaf 1 shares the node of item 1, not of an earlier item",
+       [&](auto& s) {
+         tracer(s, Bytes().u8(2).u32(2).u32(0).u8(0).u32(1).u8(2).u32(1).add(leaves()));
+       }},
+      {"recording 0: 0 gradient output kinds for 3 output array(s) of a key with",
+       [&](auto& s) { tracer(s, Bytes().u8(2).u32(1).u32(0).u8(0).add(leaves())); }},
+      {"recording 0: 3 gradient output kinds for 3 output array(s) of a key without",
+       [&](auto& s) {
+         s.records[0].grad_outputs = {0, 0, 0};
+       }},
+      {"recording 0: output array 1 has gradient kind 4",
+       [&](auto& s) {
+         tracer(s, Bytes().u8(2).u32(1).u32(0).u8(0).add(leaves()));
+         s.records[0].grad_outputs = {0, 4, 0};
+         s.records[0].grad_ends = {2};
+       }},
+      {"recording 0: 2 gradient ends for 1 grad-enabled leaves",
+       [&](auto& s) {
+         tracer(s, Bytes().u8(2).u32(1).u32(0).u8(0).add(leaves()));
+         s.records[0].grad_outputs = {0, 3, 0};
+         s.records[0].grad_ends = {2, 2};
+       }},
+      {"recording 0: grad-enabled leaf 0 ends in state 3",
+       [&](auto& s) {
+         tracer(s, Bytes().u8(2).u32(1).u32(0).u8(0).add(leaves()));
+         s.records[0].grad_outputs = {0, 3, 0};
+         s.records[0].grad_ends = {3};
+       }},
+      {"recording 0: the result shape and gradients hold 4 array(s), the recording has 3",
+       [&](auto& s) {
+         tracer(s, Bytes().u8(2).u32(1).u32(0).u8(0).add(leaves()));
+         s.records[0].grad_outputs = {2, 0, 0};  // a new leaf with its gradient: an output more
+         s.records[0].grad_ends = {2};
+       }},
       {"leaf 0 of the key is of kind 5",
        [&](auto& s) { tracer(s, Bytes().u8(0).u8(5).u32(0).u8(1).u32(0).u8(0).u32(0)); }},
       {"leaf 0 of the key is in size group 2 before group 0 appeared",
@@ -299,13 +382,13 @@ TEST_CASE("freeze section: each broken rule is named with the file and the byte"
        [](auto& s) { s.records[0].infos[1].type = ff::ScalarType::Int32; }},
       {"recording 0, leaf 2 is a literal in the key only",
        [](auto& s) { s.records[0].infos[2].literal = false; }},
-      {"recording 0: the result shape holds 4 array(s), the recording has 3 output(s)",
+      {"recording 0: the result shape and gradients hold 4 array(s), the recording has 3 output(s)",
        [](auto& s) {
          Bytes out;
          out.u8(6).u64(2).u8(1).u8(kF32).u8(1).u8(kF32).add(body(6));
          s.records[0].out_shape = out.b;
        }},
-      {"recording 0: the result shape holds 3 array(s), the recording has 2 output(s)",
+      {"recording 0: the result shape and gradients hold 3 array(s), the recording has 2 output(s)",
        [](auto&) {},
        {2}},
       {"a shape node of unknown kind 66", [](auto& s) { s.records[0].out_shape.push_back(66); }},

@@ -176,7 +176,7 @@ TEST_CASE("tools: the text view shows a saved frozen function's freeze section",
   std::string t = ff::dump::text(f, {});
   CHECK_THAT(t, !Contains("skipped"));
   CHECK_THAT(t, Contains("frozen function 'dumped'") && Contains("version 'v7'") &&
-                    Contains("freeze layout 2") && Contains("2 recording(s) held"));
+                    Contains("freeze layout 3") && Contains("2 recording(s) held"));
   // Structs by the names and leaves by the paths the saving function knew (freeze layout 2).
   std::string st = "struct Body";
   CHECK_THAT(t, Contains("held recording 0: 6 argument(s), 6 array leaf(s)"));
@@ -201,6 +201,28 @@ TEST_CASE("tools: the text view shows a saved frozen function's freeze section",
   CHECK_THAT(t1, Contains("held recording 1") && !Contains("held recording 0"));
 }
 
+TEST_CASE("tools: both views show what a frozen call does with gradients", "[tools]") {
+  // frozen_grads.ffr (tests/tools/make_recordings.cpp): an Adam step on w, grad-enabled
+  // outside the call: w's gradient comes out of the recording, the step leaves a new leaf.
+  ff::format::ParsedFile f = parsed("frozen_grads.ffr");
+  std::string t = ff::dump::text(f, {});
+  CHECK_THAT(t, Contains("frozen function 'fit_step'") && Contains("freeze layout 3"));
+  CHECK_THAT(t, Contains("grad-enabled leaf 0 args[0]: brings no gradient yet; after the call "
+                         "its gradient is a new gradient (an extra output)"));
+  CHECK_THAT(t, Contains("output array 0 comes out detached"));                 // the loss
+  CHECK_THAT(t, Contains("output array 1 comes out a new grad-enabled leaf"));  // w
+  nlohmann::json j = nlohmann::json::parse(ff::dump::json(f, {}).dump());
+  const auto& h = j["freeze"]["held"][0];
+  REQUIRE(h["grads"].size() == 1);
+  CHECK(h["grads"][0]["leaf"] == 0);
+  CHECK(h["grads"][0]["state"] == 0);
+  CHECK(h["grads"][0]["end"] == 1);
+  CHECK(h["grad_outputs"][1]["kind"] == 1);
+  CHECK(h["suspended"] == false);
+  // A function saved without gradients has none to show.
+  CHECK_THAT(ff::dump::text(parsed("frozen.ffr"), {}), !Contains("grad-enabled"));
+}
+
 TEST_CASE("tools: the JSON view shows a saved frozen function's freeze section", "[tools]") {
   nlohmann::json j = nlohmann::json::parse(ff::dump::json(parsed("frozen.ffr"), {}).dump());
   CHECK(j["file"]["sections"].back()["name"] == "freeze");
@@ -208,7 +230,7 @@ TEST_CASE("tools: the JSON view shows a saved frozen function's freeze section",
   REQUIRE(fz.is_object());
   CHECK(fz["name"] == "dumped");
   CHECK(fz["version"] == "v7");
-  CHECK(fz["layout"] == 2);
+  CHECK(fz["layout"] == 3);
   REQUIRE(fz["held"].size() == 2);
   const auto& h = fz["held"][0];
   CHECK(h["recording"] == 0);

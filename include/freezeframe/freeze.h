@@ -134,13 +134,18 @@ struct ScanVisitor {
   ByteBuffer shape;
   std::vector<Handle> leaves;
 
-  /// The first array leaf that has gradients enabled (autodiff.h), -1 for none.
-  int64_t grad_leaf = -1;
+  /// The array leaves that have gradients enabled (autodiff.h): ordinal and node (borrowed).
+  /// Empty for calls without gradients, which then never look at it again.
+  std::vector<std::pair<uint32_t, AdIndex>> grad_leaves;
+  /// Where each argument's leaves start (frontend/freeze_grads: the arguments the body did
+  /// not write get back the gradient nodes they came in with).
+  std::vector<uint32_t> argument_starts;
 
   void clear() {
     shape.clear();
     leaves.clear();
-    grad_leaf = -1;
+    grad_leaves.clear();
+    argument_starts.clear();
   }
 
   void put(const void* p, size_t n) { shape.append(p, n); }
@@ -155,8 +160,8 @@ struct ScanVisitor {
   void array(const A& a) {
     token(Node::Array);
     shape.push_back(static_cast<uint8_t>(A::kType));
-    if (a.ad_index() && grad_leaf < 0) [[unlikely]]
-      grad_leaf = static_cast<int64_t>(leaves.size());
+    if (a.ad_index()) [[unlikely]]
+      grad_leaves.emplace_back(static_cast<uint32_t>(leaves.size()), a.ad_index());
     leaves.push_back(raw ? a.raw_id() : a.id());
   }
 
@@ -190,18 +195,27 @@ struct ScanVisitor {
 
   void leave() {}
 
-  void argument() { shape.push_back(kArgumentMarker); }
+  void argument() {
+    shape.push_back(kArgumentMarker);
+    argument_starts.push_back(static_cast<uint32_t>(leaves.size()));
+  }
 };
 
 /// Collects a result's (and the written-back arguments') arrays and shape: the structure,
-/// container sizes and scalar values a replay rebuilds them from.
+/// container sizes and scalar values a replay rebuilds them from; with each array, its
+/// gradient node (borrowed) and whose it is (-1 the result, else the argument's position).
 struct SinkVisitor : ScanVisitor {
   std::vector<AnyArray> arrays;
+  std::vector<AdIndex> nodes;
+  std::vector<int32_t> owners;
+  int32_t owner = -1;
 
   template <class A>
   void array(const A& a) {
     ScanVisitor::array(a);
     arrays.emplace_back(a);
+    nodes.push_back(a.ad_index());
+    owners.push_back(owner);
   }
 };
 
@@ -226,6 +240,10 @@ class RebuildVisitor {
                  const std::string& context)
       : shape_(shape), arrays_(arrays), context_(context) {}
 
+  /// Calls with gradients: array k also takes over nodes[k], its gradient node (0: none). What
+  /// is not taken stays in the list for whoever holds it to drop.
+  void set_grad_nodes(std::span<AdIndex> nodes) { nodes_ = nodes; }
+
   template <class A>
   void array(A& a) {
     expect(Node::Array);
@@ -234,11 +252,15 @@ class RebuildVisitor {
       mismatch(array_name(recorded), array_name(static_cast<uint8_t>(A::kType)));
     if (next_array_ >= arrays_.size())
       fail("the recorded shape holds more arrays than the recording returned");
-    TypedHandle& got = arrays_[next_array_++];
+    size_t k = next_array_++;
+    TypedHandle& got = arrays_[k];
     if (got.type != A::kType)
       mismatch(array_name(static_cast<uint8_t>(got.type)),
                array_name(static_cast<uint8_t>(A::kType)));
     a = A::steal(std::exchange(got.handle, Handle{0}));
+    if constexpr (kDifferentiable<typename A::Value>)
+      if (k < nodes_.size())
+        a.set_ad_index(std::exchange(nodes_[k], AdIndex{0}));
   }
 
   template <class S>
@@ -325,6 +347,7 @@ class RebuildVisitor {
 
   const std::vector<uint8_t>& shape_;
   std::span<TypedHandle> arrays_;
+  std::span<AdIndex> nodes_;
   const std::string& context_;
   size_t pos_ = 0;
   size_t next_array_ = 0;
@@ -430,6 +453,52 @@ class CallSite {
   /// Paths of the arguments (args[k]...) and of the outputs (result..., args[k]...).
   virtual void describe_arguments(PathVisitor& p) = 0;
   virtual void describe_outputs(PathVisitor& p, const WrittenArgs& written) = 0;
+  /// Calls with gradients (frontend/freeze_grads), after the body ran on the caller's
+  /// arguments: gives every output array, in the order outputs() sinks them, the gradient node
+  /// nodes[k] (taking over its reference; 0: none). A replay's rebuild sets them instead.
+  virtual void set_output_grads(std::span<const AdIndex> nodes, const WrittenArgs& written) = 0;
+  /// ... and the arrays of every non-const argument the body did not write the nodes they
+  /// came in with: entry[leaf] (borrowed), the argument's leaves starting at starts[k].
+  virtual void restore_argument_grads(std::span<const AdIndex> entry,
+                                      std::span<const uint32_t> starts,
+                                      const WrittenArgs& written) = 0;
+};
+
+/// Sets the gradient node of every array a traversal meets, in order, from a list (taking over
+/// each reference): what set_output_grads and restore_argument_grads walk with.
+struct GradNodeSetter {
+  static constexpr bool kRebuilds = false;
+  std::span<const AdIndex> nodes;
+  size_t next = 0;
+  bool borrowed = false;  // the list's references are not the setter's: add one each
+
+  template <class A>
+  void array(A& a) {
+    AdIndex n = next < nodes.size() ? nodes[next] : 0;
+    ++next;
+    if constexpr (kDifferentiable<typename A::Value>) {
+      if (borrowed && n)
+        ad_inc_ref(n);
+      a.set_ad_index(n);
+    }
+  }
+
+  template <class S>
+  void scalar(const S&) {}
+
+  void string(const std::string&) {}
+
+  void enter(Node, size_t&) {}
+
+  void struct_name(const char*, uint64_t) {}
+
+  void map_key(std::string&) {}
+
+  void name(const char*) {}
+
+  void index(size_t) {}
+
+  void leave() {}
 };
 
 /// The non-template part of a frozen function: the recording cache, keys, replay and verify.
@@ -495,13 +564,15 @@ class Frozen {
     (scan_argument<A>(scan, args), ...);
     Site<R, A...> site(*fn_, args...);
     core_->call(site);
-    // Gradients do not cross the boundary yet (arguments with them are refused): what the body
-    // made grad-enabled comes out detached on every call, as replays return it.
-    (detach_argument(args), ...);
-    if constexpr (!std::is_void_v<R>) {
-      detail::for_each_float_array(*site.result, [](auto& a) { a.set_ad_index(0); });
-      return std::move(*site.result);
+    // A call without grad-enabled arguments: what the body made grad-enabled comes out
+    // detached, as replays return it. With them, the core gave every array its node.
+    if (scan.grad_leaves.empty()) {
+      (detach_argument(args), ...);
+      if constexpr (!std::is_void_v<R>)
+        detail::for_each_float_array(*site.result, [](auto& a) { a.set_ad_index(0); });
     }
+    if constexpr (!std::is_void_v<R>)
+      return std::move(*site.result);
   }
 
   size_t n_recordings() const { return core_->n_recordings(); }
@@ -574,9 +645,36 @@ class Frozen {
     }
 
     void outputs(detail::SinkVisitor& sink, const detail::WrittenArgs& written) override {
+      sink.owner = -1;
       if constexpr (!std::is_void_v<R>)
         detail::traverse(sink, *result);
       sink_written(sink, args_, written, std::index_sequence_for<A...>());
+    }
+
+    void set_output_grads(std::span<const detail::AdIndex> nodes,
+                          const detail::WrittenArgs& written) override {
+      detail::GradNodeSetter set{nodes};
+      if constexpr (!std::is_void_v<R>)
+        detail::traverse(set, *result);
+      for_each_written(written, [&](auto& arg) {
+        // After the body ran on the caller's arguments, only non-const ones can be written.
+        if constexpr (!std::is_const_v<std::remove_reference_t<decltype(arg)>>)
+          detail::traverse(set, arg);
+      });
+      for (size_t k = set.next; k < nodes.size(); ++k)  // none: the shapes matched
+        detail::ad_dec_ref(nodes[k]);
+    }
+
+    void restore_argument_grads(std::span<const detail::AdIndex> entry,
+                                std::span<const uint32_t> starts,
+                                const detail::WrittenArgs& written) override {
+      for_each_writable([&](size_t i, auto& arg) {
+        if (written[i] || i >= starts.size())
+          return;
+        detail::GradNodeSetter set{entry.subspan(std::min<size_t>(starts[i], entry.size()))};
+        set.borrowed = true;
+        detail::traverse(set, arg);
+      });
     }
 
     void rebuild(detail::RebuildVisitor& r, const detail::WrittenArgs& written,
@@ -595,6 +693,11 @@ class Frozen {
     void keep_copies() override {
       copies_.emplace(
           std::apply([](auto&... a) { return std::tuple<std::decay_t<A>...>(a...); }, args_));
+      // The traced re-run's gradients go to leaves of its own, never to the caller's.
+      detail::for_each_float_array(*copies_, [](auto& a) {
+        if (a.ad_index())
+          a.set_ad_index(detail::ad_copy_leaf(a.ad_index(), a.id()));
+      });
     }
 
     void run_on_copies(detail::SinkVisitor& sink, const detail::WrittenArgs& written) override {
@@ -755,8 +858,10 @@ class Frozen {
                              const detail::WrittenArgs& written, std::index_sequence<I...>) {
       (
           [&] {
-            if (written[I])
+            if (written[I]) {
+              sink.owner = static_cast<int32_t>(I);
               detail::traverse(sink, std::get<I>(t));
+            }
           }(),
           ...);
     }

@@ -2,8 +2,9 @@
 // .ffr per sample, "multi.ffr" holding all of them, "capture.ffr" (a whole-session capture),
 // "reuse.ffr" (allocations that take a released buffer over) and "frozen.ffr" (a frozen
 // function's f.save: a struct, literals, an alias, a scalar, a written-back argument and an
-// opaque set), "collective.ffr" (one collective of each kind, built by hand). The tool tests'
-// fixture, the fuzzer's seed corpus and the golden file come from here.
+// opaque set), "frozen_grads.ffr" (a frozen training step on grad-enabled parameters: freeze
+// layout 3's gradient part), "collective.ffr" (one collective of each kind, built by hand). The
+// tool tests' fixture, the fuzzer's seed corpus and the golden files come from here.
 //
 //   ff_test_make_recordings DIR
 //   ff_test_make_recordings 0 --write-corpus DIR      (the same, as run_fuzzer.sh asks)
@@ -16,6 +17,7 @@
 #include "frontend/recording_state.h"
 #include "recorder/format_writer.h"
 #include "support/collective_recording.h"
+#include "support/grad_steps.h"
 #include "support/sample_recordings.h"
 
 namespace {
@@ -30,6 +32,22 @@ struct Body {
 FF_STRUCT(Body, pos, vel, id)
 
 namespace {
+
+// ffg::fit_step<ff::Adam> recorded at n = 5 on parameters grad-enabled outside the call (the
+// golden file tests/data/frozen-grads-layout-3.ffr is a copy).
+void save_frozen_grads(const std::string& path) {
+  const size_t n = 5;
+  auto step = ff::freeze(ffg::fit_step<ff::Adam>, ff::FreezeOptions{.name = "fit_step"});
+  ff::Float64 x = ff::Float64::from(ffg::ramp(n, 0.3, 0.2));
+  ff::Float64 y = ff::Float64::from(ffg::ramp(n, -0.1, 1.0));
+  ff::Float64 w = ff::zeros<ff::Float64>(n);
+  ff::make_opaque(w);
+  ff::enable_grad(w);
+  ff::Adam opt(0.05);
+  opt.init(w);
+  step(w, opt, x, y);
+  step.save(path);
+}
 
 // Gathers at reversed indices keep every launch apart, so each eval allocates a buffer and
 // the optimiser hands the released one to the next allocation.
@@ -95,6 +113,7 @@ int main(int argc, char** argv) {
     ff::write_file_atomic((dir / "multi.ffr").string(), ff::format::write(all), false);
     reuse_recording().save((dir / "reuse.ffr").string());
     save_frozen((dir / "frozen.ffr").string());
+    save_frozen_grads((dir / "frozen_grads.ffr").string());
     ff::write_file_atomic((dir / "collective.ffr").string(),
                           ff::format::write(ff_samples::collective_recording()), false);
 
@@ -105,7 +124,8 @@ int main(int argc, char** argv) {
     ff::capture().save((dir / "capture.ffr").string());
     ff::shutdown();
     std::printf(
-        "wrote %zu recordings, multi.ffr, reuse.ffr, frozen.ffr, collective.ffr and "
+        "wrote %zu recordings, multi.ffr, reuse.ffr, frozen.ffr, frozen_grads.ffr, "
+        "collective.ffr and "
         "capture.ffr to %s\n",
         samples.size(), dir.c_str());
   } catch (const std::exception& e) {

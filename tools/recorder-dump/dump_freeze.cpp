@@ -254,6 +254,8 @@ Held decode_held(const format::FreezeRecord& rec, uint32_t layout) {
   else
     for (size_t a = 0; a < h.key.arguments.size(); ++a)
       leaf_paths(h.key.arguments[a], "args[" + std::to_string(a) + "]", h.paths);
+  while (h.paths.size() < h.key.leaves.size())  // gradients brought in, unnamed
+    h.paths.push_back("gradient");
   std::vector<format::ShapeNode> out = format::decode_shape(rec.out_shape, false, "recording file");
   size_t n_written = 0;
   for (uint8_t w : rec.written)
@@ -280,6 +282,51 @@ std::string leaf_text(const Held& h, size_t i) {
       return "literal " + format::element_value(li.type, l.bits) + ", " + literal_size(l);
   }
   return "?";
+}
+
+/// What grad item j brings in: "no gradient yet", "its gradient (leaf 7)", "the node of leaf 2".
+std::string grad_item_text(const Held& h, size_t j) {
+  const format::GradItem& g = h.key.grads[j];
+  switch (g.state) {
+    case format::GradState::NoGradient:
+      return "no gradient yet";
+    case format::GradState::Gradient: {
+      size_t leaf = h.key.leaves.size();  // the gradients are the last leaves, in item order
+      for (size_t k = j; k < h.key.grads.size(); ++k)
+        leaf -= h.key.grads[k].state == format::GradState::Gradient ? 1 : 0;
+      return "its gradient (leaf " + std::to_string(leaf) + ")";
+    }
+    case format::GradState::SameNode:
+      return "the node of leaf " + std::to_string(h.key.grads[g.same_as].leaf);
+  }
+  return "?";
+}
+
+/// What output array k does with gradients after a replay.
+std::string grad_output_text(uint32_t kind, const Held& h) {
+  switch (kind) {
+    case static_cast<uint32_t>(format::GradOutput::Detached):
+      return "detached";
+    case static_cast<uint32_t>(format::GradOutput::NewLeaf):
+      return "a new grad-enabled leaf";
+    case static_cast<uint32_t>(format::GradOutput::NewLeafGradient):
+      return "a new grad-enabled leaf with a gradient (an extra output)";
+    default: {
+      size_t j = kind - static_cast<uint32_t>(format::GradOutput::InputNode);
+      return "the node of leaf " + std::to_string(h.key.grads[j].leaf);
+    }
+  }
+}
+
+const char* grad_end_text(uint8_t end) {
+  switch (end) {
+    case static_cast<uint8_t>(format::GradEnd::Cleared):
+      return "cleared";
+    case static_cast<uint8_t>(format::GradEnd::Gradient):
+      return "a new gradient (an extra output)";
+    default:
+      return "unchanged";
+  }
 }
 
 std::vector<const format::FreezeRecord*> selected_records(const format::FreezeSection& s,
@@ -320,18 +367,28 @@ std::string freeze_text(const format::FreezeSection& s, const Options& o) {
          std::to_string(h.key.arguments.size()) + " argument(s), " +
          std::to_string(h.key.leaves.size()) + " array leaf(s)" +
          (h.key.debug ? ", keyed with Flag::Debug on" : "") +
+         (h.key.suspended ? ", called under ff::SuspendGrad" : "") +
          (rec->tolerant ? ", verify within tolerance" : ", verify exact") + "\n";
     for (size_t a = 0; a < h.key.arguments.size(); ++a)
       t += "      args[" + std::to_string(a) + "]: " + node_text(h.key.arguments[a], names) + "\n";
     for (size_t i = 0; i < h.key.leaves.size(); ++i)
       t += "      leaf " + std::to_string(i) + " " + h.paths[i] + " " +
            to_string(rec->infos[i].type) + ": " + leaf_text(h, i) + "\n";
+    for (size_t j = 0; j < h.key.grads.size(); ++j) {
+      uint32_t leaf = h.key.grads[j].leaf;
+      t += "      grad-enabled leaf " + std::to_string(leaf) + " " + h.paths[leaf] + ": brings " +
+           grad_item_text(h, j) + "; after the call its gradient is " +
+           grad_end_text(j < rec->grad_ends.size() ? rec->grad_ends[j] : 2) + "\n";
+    }
     t += "      result: " +
          (h.result.empty() ? std::string("none") : node_text(h.result[0], names)) + "\n";
     if (h.written.empty())
       t += "      written back: none\n";
     for (const auto& [a, node] : h.written)
       t += "      written back: args[" + std::to_string(a) + "]: " + node_text(node, names) + "\n";
+    for (size_t k = 0; k < rec->grad_outputs.size(); ++k)
+      t += "      output array " + std::to_string(k) + " comes out " +
+           grad_output_text(rec->grad_outputs[k], h) + "\n";
   }
   for (const format::OpaqueSet& set : s.opaque) {
     t += "    opaque for argument shape " + hex64(set.shape_hash) + ": leaves";
@@ -383,8 +440,24 @@ nlohmann::ordered_json freeze_json(const format::FreezeSection& s, const Options
     for (const auto& [a, node] : h.written)
       written.push_back(
           {{"argument", a}, {"text", node_text(node, names)}, {"shape", node_json(node, names)}});
+    json grads = json::array(), grad_outputs = json::array();
+    for (size_t j = 0; j < h.key.grads.size(); ++j) {
+      uint8_t end = j < rec->grad_ends.size() ? rec->grad_ends[j] : 2;
+      grads.push_back({{"leaf", h.key.grads[j].leaf},
+                       {"state", static_cast<int>(h.key.grads[j].state)},
+                       {"brings", grad_item_text(h, j)},
+                       {"end", end},
+                       {"after", grad_end_text(end)}});
+    }
+    for (size_t k = 0; k < rec->grad_outputs.size(); ++k)
+      grad_outputs.push_back({{"output", k},
+                              {"kind", rec->grad_outputs[k]},
+                              {"text", grad_output_text(rec->grad_outputs[k], h)}});
     held.push_back({{"recording", rec->recording},
                     {"debug", h.key.debug},
+                    {"suspended", h.key.suspended},
+                    {"grads", std::move(grads)},
+                    {"grad_outputs", std::move(grad_outputs)},
                     {"arguments", std::move(args)},
                     {"leaves", std::move(leaves)},
                     {"result", h.result.empty() ? json(nullptr)

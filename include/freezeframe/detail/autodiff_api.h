@@ -3,6 +3,7 @@
 // depend on a grad-enabled leaf, and its operations never call into the gradient layer.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "freezeframe/detail/tracer_api.h"
@@ -34,5 +35,27 @@ void ad_check_scatter(bool reduce, ReduceOp op);
 AdIndex ad_reduce(Reduction op, AdIndex a, Handle av, Handle result);
 AdIndex ad_mean(AdIndex a, Handle av, Handle result);
 AdIndex ad_prefix_sum(AdIndex a, Handle av, bool exclusive, Handle result);
+
+}  // namespace ff::detail
+
+namespace ff::detail {
+
+// What ff::freeze needs to carry gradients across a frozen call's boundary (autodiff/boundary.cpp).
+
+/// Whether node n is a leaf: made by ff::enable_grad on an array that depended on none.
+bool ad_is_leaf(AdIndex n);
+/// The gradient accumulated in n (a new reference), 0 where none.
+Handle ad_grad_var(AdIndex n);
+/// Replaces n's gradient by `grad` (borrowed; 0: none, as ff::clear_grad).
+void ad_set_grad(AdIndex n, Handle grad);
+/// A new leaf for array value v whose gradient is `grad` (borrowed; 0: none); a reference.
+AdIndex ad_new_leaf(Handle v, Handle grad);
+/// Whether a gradient from `from` would reach any of `targets` (walking its operands).
+bool ad_reaches(AdIndex from, const AdIndex* targets, size_t n_targets);
+/// A new leaf for a copy v of an array whose node is n, with n's gradient: verify re-runs a
+/// frozen body on copies that must not touch the caller's gradients.
+AdIndex ad_copy_leaf(AdIndex n, Handle v);
+/// Whether ff::SuspendGrad is active on this thread.
+bool ad_suspended() noexcept;
 
 }  // namespace ff::detail
