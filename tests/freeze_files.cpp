@@ -373,7 +373,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "freeze files: a layout-1 file loads its recordings without literals and drops the others; "
+    "freeze files: a layout-1 file loads its recordings without literals and drops the others, "
     "a layout-2 file loads them all",
     "[freeze][files]") {
   fresh();
