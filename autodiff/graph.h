@@ -18,13 +18,14 @@ namespace ff::detail::ad {
 
 /// What made a node; with Node::op it selects the derivative rule (autodiff/rules.cpp).
 enum class Kind : uint8_t {
-  Leaf,         // ff::enable_grad
-  Elementwise,  // Node::op on 1-3 operands (Select's operand 0 is its mask)
-  Cast,         // between floating types
-  Gather,       // operand 0 the source; index, mask
-  Scatter,      // operand 0 the old target, 1 the value; index, mask
-  ScatterAdd,   // as Scatter, adding
-  Reduce,       // Node::reduction of operand 0
+  Leaf,           // ff::enable_grad
+  Elementwise,    // Node::op on 1-3 operands (Select's operand 0 is its mask)
+  Cast,           // between floating types
+  Gather,         // operand 0 the source; index, mask
+  Scatter,        // operand 0 the old target, 1 the value; index, mask
+  ScatterAdd,     // as Scatter, adding
+  ScatterReduce,  // as Scatter, by Node::reduction (Prod, Min, Max); arg[0] the old target
+  Reduce,         // Node::reduction of operand 0
   Mean,
   PrefixSum,  // Node::exclusive
 };

@@ -130,23 +130,31 @@ AdIndex ad_gather(AdIndex source, Handle, Handle index, Handle mask, Handle resu
 }
 
 void ad_check_scatter(bool reduce, ReduceOp op) {
-  if (reduce && op != ReduceOp::Add && !ad::suspended())
+  // And and Or combine integers only (refused on floats at compile time): no gradient to follow.
+  if (reduce && (op == ReduceOp::And || op == ReduceOp::Or) && !ad::suspended())
     throw Error(std::string("scatter_reduce(") + to_string(op) +
-                "): an operand has gradients enabled, and only plain scatters and scatter_add "
-                "(ReduceOp::Add) have gradient rules yet (pass ff::detach(x))");
+                "): an operand has gradients enabled, and this reduction has no gradient rule "
+                "(pass ff::detach(x))");
   skip();  // the region check, before the scatter changes the target
 }
 
-AdIndex ad_scatter(AdIndex target, AdIndex value, Handle vv, Handle index, Handle mask, bool reduce,
-                   Handle result) {
+AdIndex ad_scatter(AdIndex target, Handle tv, AdIndex value, Handle vv, Handle index, Handle mask,
+                   bool reduce, ReduceOp op, Handle result) {
   if (skip())
     return 0;
-  Node n = node(reduce ? Kind::ScatterAdd : Kind::Scatter, result);
+  bool adds = reduce && op == ReduceOp::Add;
+  Node n = node(!reduce ? Kind::Scatter : adds ? Kind::ScatterAdd : Kind::ScatterReduce, result);
   n.source[0] = target;
   n.source[1] = value;
   n.arg[1] = Var::borrow(vv);
-  if (!reduce)
-    n.result = Var::borrow(result);  // which lane's write won (rules.cpp: won)
+  if (!adds)
+    n.result = Var::borrow(result);  // which lane's write won (rules.cpp: won, winners)
+  if (n.kind == Kind::ScatterReduce) {
+    n.arg[0] = Var::borrow(tv);
+    n.reduction = op == ReduceOp::Mul   ? Reduction::Prod
+                  : op == ReduceOp::Min ? Reduction::Min
+                                        : Reduction::Max;
+  }
   n.index = Var::borrow(index);
   n.mask = Var::borrow(mask);
   return add(std::move(n));

@@ -128,6 +128,50 @@ Var won(const Node& n) {
   return bin(Op::And, holds_mine, bin(Op::Eq, first, lane));
 }
 
+/// scatter_reduce Min/Max node n: which target entries kept their old value (the gradient of a
+/// tie goes there, as a tie with the old value leaves it in place), and which value lanes won
+/// the others: of the lanes whose value equals what their entry holds, the first.
+std::pair<Var, Var> extreme_winners(const Node& n) {
+  const Var& old = n.arg[0];
+  Var kept = bin(Op::Eq, n.result, old);
+  Var lane = lanes(scatter_lanes(n));
+  Var holds_mine =
+      bin(Op::And, bin(Op::And, n.mask, bin(Op::Eq, gather(n.result, n.index, n.mask), n.arg[1])),
+          un(Op::Not, gather(kept, n.index, n.mask)));
+  Var owner = scattered(lit(ScalarType::UInt32, UINT32_MAX, n.width), lane, n.index, holds_mine,
+                        true, ReduceOp::Min);
+  Var first = gather(owner, n.index, holds_mine);
+  return {kept, bin(Op::And, holds_mine, bin(Op::Eq, first, lane))};
+}
+
+/// scatter_reduce Mul node n: per target entry, the product of its nonzero values and how many
+/// were zero; per value lane, the product of the other values of its entry times the entry's
+/// old value (its partial derivative), zeros included as prod's rule does.
+struct ProductParts {
+  Var entry_partial;  // d result / d old, per target entry
+  Var lane_partial;   // d result / d value, per value lane
+};
+
+ProductParts product_parts(const Node& n) {
+  const ScalarType t = n.type;
+  const ScalarType u = ScalarType::UInt32;
+  const Var& v = n.arg[1];
+  Var lane = lanes(scatter_lanes(n));
+  Var zero = bin(Op::Eq, v, lit(t, 0));
+  Var nonzero_product = scattered(lit(t, 1, n.width), select(zero, lit(t, 1), v), n.index, n.mask,
+                                  true, ReduceOp::Mul);
+  Var n_zero = scattered(lit(u, 0, n.width), cast(u, zero), n.index, n.mask, true, ReduceOp::Add);
+  Var none_zero = bin(Op::Eq, n_zero, lit(u, 0));
+  ProductParts p;
+  p.entry_partial = select(none_zero, nonzero_product, lit(t, 0));
+  Var product_at = gather(nonzero_product, n.index, n.mask);
+  Var zeros_at = gather(n_zero, n.index, n.mask);
+  Var others = select(zero, select(bin(Op::Eq, zeros_at, lit(u, 1)), product_at, lit(t, 0)),
+                      select(bin(Op::Eq, zeros_at, lit(u, 0)), product_at / v, lit(t, 0)));
+  p.lane_partial = select(n.mask, others * gather(n.arg[0], n.index, n.mask), lit(t, 0));
+  return p;
+}
+
 /// The transpose of a gather: g's lanes added into zeros of the source's width at their
 /// indices. Where each lane reads at a fixed offset from itself (a stencil's neighbours), that
 /// is a gather at the opposite offset, which runs as fast as the forward one; otherwise a
@@ -201,6 +245,16 @@ Var reverse(const Node& n, int k, const Var& g, const Node& src, ReversePass& pa
     }
     case Kind::ScatterAdd:
       return k == 0 ? g : gather(g, n.index, n.mask);
+    case Kind::ScatterReduce:
+      if (n.reduction == Reduction::Prod) {
+        ProductParts p = product_parts(n);
+        return k == 0 ? g * p.entry_partial : gather(g, n.index, n.mask) * p.lane_partial;
+      } else {
+        auto [kept, won_lane] = extreme_winners(n);
+        if (k == 0)
+          return select(kept, g, lit(n.type, 0));
+        return select(won_lane, gather(g, n.index, n.mask), lit(n.type, 0));
+      }
     case Kind::Reduce:
       switch (n.reduction) {
         case Reduction::Sum:
@@ -236,6 +290,18 @@ Var forward(const Node& n, int k, const Var& t) {
       return scattered(zeros(n), t, n.index, won(n), false);
     case Kind::ScatterAdd:
       return k == 0 ? t : scattered(zeros(n), t, n.index, n.mask, true);
+    case Kind::ScatterReduce:
+      if (n.reduction == Reduction::Prod) {
+        ProductParts p = product_parts(n);
+        if (k == 0)
+          return t * p.entry_partial;
+        return scattered(zeros(n), t * p.lane_partial, n.index, n.mask, true);
+      } else {
+        auto [kept, won_lane] = extreme_winners(n);
+        if (k == 0)
+          return select(kept, t, lit(n.type, 0));
+        return scattered(zeros(n), t, n.index, won_lane, false);
+      }
     case Kind::Reduce:
       switch (n.reduction) {
         case Reduction::Sum:

@@ -10,6 +10,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "freezeframe/freezeframe.h"
@@ -271,6 +272,33 @@ TEST_CASE("autodiff: casts, gathers and scatters match finite differences") {
                return t * a[0];
              },
              {kAny, kAny});
+  // Products (each value's partial the product of the others and the old entry) and extremes
+  // (the entry keeps its old value on a tie; of equal values the first lane wins).
+  auto reduce_rule = [&](auto op_constant) {
+    constexpr ff::ReduceOp op = decltype(op_constant)::value;  // checked at compile time
+    Domain values = op == ff::ReduceOp::Mul ? Domain{0.5, 1.5} : kAny;
+    check_rule(std::string("scatter_reduce ") + ff::to_string(op),
+               [&](V a) {
+                 Float64 t = a[0] * 1.5;
+                 UInt32 lane = ff::arange<UInt32>(ff::width(a[1]));
+                 ff::scatter_reduce(op, t, a[1] * a[1] + a[1] * 0.25, index_of(a[1]),
+                                    lane % 3u != 1u);
+                 return t * a[0];
+               },
+               {kAny, values}, {5, 0});
+    check_rule(std::string("block_reduce ") + ff::to_string(op),
+               [](V a) { return ff::block_reduce(op, a[0] * a[0], 3) * 2.0; }, {values});
+  };
+  reduce_rule(std::integral_constant<ff::ReduceOp, ff::ReduceOp::Mul>{});
+  reduce_rule(std::integral_constant<ff::ReduceOp, ff::ReduceOp::Min>{});
+  reduce_rule(std::integral_constant<ff::ReduceOp, ff::ReduceOp::Max>{});
+  check_rule("scatter_reduce of a broadcast value",
+             [&](V a) {
+               Float64 t = a[0] * 2.0;
+               ff::scatter_reduce(ff::ReduceOp::Mul, t, a[1], ff::arange<UInt32>(3) % 2u);
+               return t;
+             },
+             {kAny, kPositive}, {4, 1});
   check_rule("scatter of a broadcast value",
              [&](V a) {
                Float64 t = a[0] * 2.0;
@@ -278,6 +306,56 @@ TEST_CASE("autodiff: casts, gathers and scatters match finite differences") {
                return t;
              },
              {kAny, kAny}, {9, 1});
+}
+
+TEST_CASE("autodiff: scatter_reduce with zeros in products and ties of min and max") {
+  // Mul: entry 0 takes {2, 0, 3} (one zero), entry 1 {0, 0} (two), entry 2 {4}.
+  Float64 old = Float64::from({5.0, 7.0, 1.0});
+  Float64 v = Float64::from({2.0, 0.0, 3.0, 0.0, 0.0, 4.0});
+  UInt32 idx = UInt32::from({0u, 0u, 0u, 1u, 1u, 2u});
+  ff::enable_grad(old);
+  ff::enable_grad(v);
+  Float64 t = old;
+  ff::scatter_reduce(ff::ReduceOp::Mul, t, v, idx);
+  CHECK(t.to_vector() == std::vector<double>{0, 0, 4});
+  ff::backward(t);
+  CHECK(ff::grad(old).to_vector() == std::vector<double>{0, 0, 4});  // the values' products
+  // Each value: the old entry times the others' product (a lone zero's is the rest's).
+  CHECK(ff::grad(v).to_vector() == std::vector<double>{0, 30, 0, 0, 0, 1});
+  // Max with ties: entry 0 (old 1) takes 3 from lanes 0 and 2: the first lane wins; entry 1
+  // keeps its old 5, which lane 1's 5 ties; lane 3's 2 loses.
+  Float64 old2 = Float64::from({1.0, 5.0});
+  Float64 v2 = Float64::from({3.0, 5.0, 3.0, 2.0});
+  UInt32 idx2 = UInt32::from({0u, 1u, 0u, 1u});
+  ff::enable_grad(old2);
+  ff::enable_grad(v2);
+  Float64 t2 = old2;
+  ff::scatter_reduce(ff::ReduceOp::Max, t2, v2, idx2);
+  ff::backward(t2, Float64::from({10.0, 20.0}));
+  CHECK(ff::grad(old2).to_vector() == std::vector<double>{0, 20});
+  CHECK(ff::grad(v2).to_vector() == std::vector<double>{10, 0, 0, 0});
+  ff::clear_grad(v2);
+  ff::forward(v2);  // the tangent of each entry is its winner's
+  CHECK(ff::grad(t2).to_vector() == std::vector<double>{1, 0});
+  // Min from every lane of a launch split over the threads: one winner per entry, the value
+  // the entry holds.
+  const uint32_t n = 100003;
+  std::vector<double> big(n);
+  for (uint32_t i = 0; i < n; ++i)
+    big[i] = 1.0 + (i * 7919u) % 1000u;  // many ties
+  Float64 many = Float64::from(big);
+  ff::enable_grad(many);
+  Float64 low = ff::full<Float64>(1e9, 4);
+  ff::scatter_reduce(ff::ReduceOp::Min, low, many, ff::arange<UInt32>(n) % 4u);
+  ff::backward(low);
+  std::vector<double> g = ff::grad(many).to_vector(), held = low.to_vector();
+  std::vector<int> winners(4, 0);
+  for (uint32_t i = 0; i < n; ++i)
+    if (g[i] != 0) {
+      CHECK(big[i] == held[i % 4]);
+      winners[i % 4]++;
+    }
+  CHECK(winners == std::vector<int>{1, 1, 1, 1});
 }
 
 TEST_CASE("autodiff: a scatter's racing writes: the lane whose value the entry holds takes it") {
@@ -495,11 +573,6 @@ TEST_CASE("autodiff: refusals name what was wrong") {
   REQUIRE_THROWS_WITH(ff::backward(y, Float::from({1.f})), Catch::Contains("seed has 1"));
   ff::backward(y, Float::from({1.f, 10.f}));  // the call after a failed one
   CHECK(ff::grad(x).to_vector() == std::vector<float>{2, 20});
-  // Reductions without rules yet.
-  Float t = Float::from({0.f, 0.f});
-  REQUIRE_THROWS_WITH(ff::scatter_reduce(ff::ReduceOp::Max, t, x, UInt32::from({0u, 1u})),
-                      Catch::Contains("scatter_reduce(max)") && Catch::Contains("detach"));
-  CHECK(t.to_vector() == std::vector<float>{0, 0});  // nothing was written
   // Integer results carry nothing; the float values around them keep working.
   UInt32 bits = ff::bitcast<UInt32>(x);
   CHECK(bits.to_vector().size() == 2);

@@ -251,10 +251,11 @@ void scatter_impl(Array<T>& target, const Array<T>& value, const Array<I>& index
   if constexpr (kDifferentiable<T>) {
     if (target.ad_index() | value.ad_index()) [[unlikely]] {
       ad_check_scatter(reduce, op);
+      Array<T> old = target;  // Mul, Min and Max's rules read the values the scatter combined
       var_scatter(target.id_ptr(), value.id(), index.id(), mask.id(), reduce, op);
       // The target holds its old node until the new one (which references it) replaces it.
-      target.set_ad_index(ad_scatter(target.ad_index(), value.ad_index(), value.id(), index.id(),
-                                     mask.id(), reduce, target.id()));
+      target.set_ad_index(ad_scatter(target.ad_index(), old.id(), value.ad_index(), value.id(),
+                                     index.id(), mask.id(), reduce, op, target.id()));
       return;
     }
   }

@@ -26,11 +26,12 @@ AdIndex ad_ternary(Op op, AdIndex a, Handle av, AdIndex b, Handle bv, AdIndex c,
 /// Between floating types only (integer results have no gradient).
 AdIndex ad_cast(AdIndex a, Handle av, Handle result);
 AdIndex ad_gather(AdIndex source, Handle sv, Handle index, Handle mask, Handle result);
-/// A scatter into a target whose node was `target` (now `result`) of `value`: a plain write
-/// (reduce false) or a scatter_add. Other reductions are refused by ad_check_scatter first.
-AdIndex ad_scatter(AdIndex target, AdIndex value, Handle vv, Handle index, Handle mask, bool reduce,
-                   Handle result);
-/// Throws ff::Error where a scatter with this reduction would need a gradient rule it has not.
+/// A scatter into a target whose node was `target` and value `tv` (now `result`) of `value`: a
+/// plain write (reduce false) or a scatter-reduction by `op` (Add, Mul, Min, Max: the others
+/// are integer-only and never reach here).
+AdIndex ad_scatter(AdIndex target, Handle tv, AdIndex value, Handle vv, Handle index, Handle mask,
+                   bool reduce, ReduceOp op, Handle result);
+/// Before a scatter with gradients: refuses one inside a region (ff::while_loop, ...).
 void ad_check_scatter(bool reduce, ReduceOp op);
 AdIndex ad_reduce(Reduction op, AdIndex a, Handle av, Handle result);
 AdIndex ad_mean(AdIndex a, Handle av, Handle result);
