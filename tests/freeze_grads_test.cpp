@@ -310,3 +310,39 @@ TEST_CASE("freeze grads: the golden file of freeze layout 3 replays") {
   }
   CHECK(step.n_recordings() == 0);
 }
+
+TEST_CASE("freeze grads: a frozen call with gradients inside another frozen function") {
+  auto inner = ff::freeze(ffg::accumulate);
+  auto body = [&](const Float& w0, const Float& x, bool use_inner) {
+    Float w = ff::detach(w0) + 0.f;
+    ff::enable_grad(w);
+    for (int k = 0; k < 2; ++k) {  // accumulates twice: 4 w x
+      if (use_inner)
+        inner(w, x);
+      else
+        ffg::accumulate(w, x);
+    }
+    return ff::detach(ff::grad(w));
+  };
+  auto outer = ff::freeze([&](const Float& w0, const Float& x) { return body(w0, x, true); });
+  for (size_t n : {size_t{5}, size_t{5}, size_t{8}, size_t{3}}) {
+    INFO("n = " << n);
+    Float x = floats(n, 0.5, -1.0), w = floats(n, 0.25, 0.5);
+    ff::make_opaque(x, w);
+    CHECK(outer(w, x).to_vector() == body(w, x, false).to_vector());
+  }
+  // Once the inner function holds a recording of its own, a recording of the outer one
+  // replays it into itself.
+  Float x = floats(6, 0.5, -1.0), w = floats(6, 0.25, 0.5);
+  ff::make_opaque(x, w);
+  Float wi = ff::detach(w) + 0.f, wt = ff::detach(w) + 0.f;
+  ff::enable_grad(wi);
+  ff::enable_grad(wt);
+  inner(wi, x);
+  ffg::accumulate(wt, x);
+  CHECK(ff::grad(wi).to_vector() == ff::grad(wt).to_vector());
+  outer.clear();
+  CHECK(outer(w, x).to_vector() == body(w, x, false).to_vector());
+  CHECK(outer(w, x).to_vector() == body(w, x, false).to_vector());
+  CHECK(outer.n_replays() >= 1);
+}
