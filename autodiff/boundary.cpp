@@ -57,11 +57,23 @@ bool ad_reaches(AdIndex from, const AdIndex* targets, size_t n_targets) {
       continue;
     if (std::find(targets, targets + n_targets, i) != targets + n_targets)
       return true;
-    for (AdIndex s : g.at(i).source)
-      if (s)
-        todo.push_back(s);
+    ad::for_each_source(g.at(i), [&](AdIndex s) { todo.push_back(s); });
   }
   return false;
+}
+
+AdIndex ad_call_output(std::shared_ptr<CallBackward> call, uint32_t k, const AdIndex* sources,
+                       size_t n_sources, Handle result) {
+  ad::Node n;
+  n.kind = ad::Kind::CallOutput;
+  n.type = var_type(result);
+  n.width = var_width(result);
+  n.call = std::move(call);
+  n.call_output = k;
+  n.more.assign(sources, sources + n_sources);
+  Graph& g = Graph::get();
+  std::lock_guard lock(g.lock());
+  return g.add(std::move(n));
 }
 
 bool ad_suspended() noexcept {

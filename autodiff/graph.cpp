@@ -14,9 +14,7 @@ Graph& Graph::get() {
 }
 
 AdIndex Graph::add(Node n) {
-  for (AdIndex s : n.source)
-    if (s)
-      at(s).refs++;
+  for_each_source(n, [&](AdIndex s) { at(s).refs++; });
   AdIndex i = next_++;
   nodes_.emplace(i, std::move(n));
   return i;
@@ -42,9 +40,11 @@ void Graph::dec_ref(AdIndex i) {
     FF_ASSERT(it != nodes_.end(), "gradient graph: node {} released twice", d);
     if (--it->second.refs)
       continue;
-    for (AdIndex s : it->second.source)
-      if (s)
-        dead.push_back(s);
+    for_each_source(it->second, [&](AdIndex s) { dead.push_back(s); });
+    // A frozen call's backward holds the user's callable, whose arrays may hold nodes: it is
+    // dropped once the lock is released (ad_dec_ref).
+    if (it->second.call)
+      retired_.push_back(std::move(it->second.call));
     nodes_.erase(it);
   }
 }
@@ -69,8 +69,12 @@ void ad_dec_ref(AdIndex n) noexcept {
   if (!n)
     return;
   ad::Graph& g = ad::Graph::get();
-  std::lock_guard lock(g.lock());
-  g.dec_ref(n);
+  std::vector<std::shared_ptr<CallBackward>> retired;
+  {
+    std::lock_guard lock(g.lock());
+    g.dec_ref(n);
+    retired = g.take_retired();
+  }
 }
 
 void ad_suspend(int delta) noexcept {

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -25,6 +26,7 @@ enum class Kind : uint8_t {
   Scatter,        // operand 0 the old target, 1 the value; index, mask
   ScatterAdd,     // as Scatter, adding
   ScatterReduce,  // as Scatter, by Node::reduction (Prod, Min, Max); arg[0] the old target
+  CallOutput,     // output Node::call_output of a replayed frozen call; operands in Node::more
   Reduce,         // Node::reduction of operand 0
   Mean,
   PrefixSum,  // Node::exclusive
@@ -45,7 +47,21 @@ struct Node {
   Var result;                       // the node's own value, where a rule needs it
   Var index, mask;                  // gathers and scatters
   Var grad;                         // accumulated gradient (0: zeros)
+  std::vector<AdIndex> more;        // operands past the three (a frozen call's inputs)
+  std::shared_ptr<CallBackward> call;
+  uint32_t call_output = 0;
 };
+
+/// Calls f on each operand node of n (0s skipped).
+template <class Fn>
+void for_each_source(const Node& n, Fn&& f) {
+  for (AdIndex s : n.source)
+    if (s)
+      f(s);
+  for (AdIndex s : n.more)
+    if (s)
+      f(s);
+}
 
 class Graph {
  public:
@@ -68,8 +84,12 @@ class Graph {
 
   size_t size() const { return nodes_.size(); }
 
+  /// The frozen-call backwards of nodes freed so far, to drop without the lock. Lock held.
+  std::vector<std::shared_ptr<CallBackward>> take_retired() { return std::move(retired_); }
+
  private:
   std::mutex mutex_;
+  std::vector<std::shared_ptr<CallBackward>> retired_;
   std::map<AdIndex, Node> nodes_;
   AdIndex next_ = 1;
 };

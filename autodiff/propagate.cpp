@@ -78,12 +78,36 @@ std::vector<AdIndex> reverse_order(Graph& g, AdIndex root) {
       continue;
     seen.insert(it, i);
     order.push_back(i);
-    for (AdIndex s : g.at(i).source)
-      if (s)
-        stack.push_back(s);
+    ad::for_each_source(g.at(i), [&](AdIndex s) { stack.push_back(s); });
   }
   std::sort(order.begin(), order.end(), std::greater<>());
   return order;
+}
+
+/// A replayed frozen call's output: its backward (a frozen function of its own, recorded or
+/// replayed) gives the gradients of the call's inputs. It runs traced operations with
+/// gradients of its own, so without the lock; the nodes of this walk stay: the array the walk
+/// started from holds them.
+void call_backward(const Node& n, const Var& grad, std::unique_lock<std::mutex>& lock,
+                   std::map<AdIndex, Incoming>& pending) {
+  std::shared_ptr<CallBackward> call = n.call;
+  std::vector<AdIndex> sources = n.more;
+  uint32_t k = n.call_output;
+  std::vector<Handle> grads;
+  lock.unlock();
+  try {
+    grads = call->backward(k, grad.get());
+  } catch (...) {
+    lock.lock();
+    throw;
+  }
+  lock.lock();
+  Graph& g = Graph::get();
+  for (size_t j = 0; j < grads.size(); ++j) {
+    Var c = Var::steal(grads[j]);
+    if (c && j < sources.size())
+      pending[sources[j]].add(std::move(c), g.at(sources[j]));
+  }
 }
 
 }  // namespace
@@ -97,7 +121,7 @@ void ad_backward(AdIndex y, Handle yv, Handle seed) {
   if (!y)
     return;  // depends on no grad-enabled array: every gradient stays as it is
   Graph& g = Graph::get();
-  std::lock_guard lock(g.lock());
+  std::unique_lock lock(g.lock());
   Node& top = g.at(y);
   if (!s)
     s = ad::lit(top.type, 1, top.width);
@@ -115,6 +139,10 @@ void ad_backward(AdIndex y, Handle yv, Handle seed) {
     Node& n = g.at(i);
     if (n.retain)
       reached.emplace_back(i, grad);
+    if (n.kind == ad::Kind::CallOutput) {
+      call_backward(n, grad, lock, pending);
+      continue;
+    }
     for (int k = 0; k < 3; ++k) {
       AdIndex src = n.source[static_cast<size_t>(k)];
       if (!src)
@@ -137,6 +165,14 @@ void ad_forward(AdIndex x) {
   tangent[x] = ad::lit(start.type, 1, start.width);
   for (auto it = g.after(x); it != g.end(); ++it) {
     Node& n = it->second;
+    if (n.kind == ad::Kind::CallOutput) {
+      for (AdIndex s : n.more)
+        if (tangent.count(s))
+          throw Error(n.call->name() +
+                      ": forward mode does not pass through a frozen call's results (call "
+                      "ff::forward inside the function, or call it unfrozen)");
+      continue;
+    }
     Var t;
     for (int k = 0; k < 3; ++k) {
       AdIndex src = n.source[static_cast<size_t>(k)];

@@ -270,6 +270,8 @@ Var reverse(const Node& n, int k, const Var& g, const Node& src, ReversePass& pa
       return (zeros(src) + g) / count(n);
     case Kind::PrefixSum:  // a suffix sum: the prefix sum of the reversed gradient, reversed
       return flip(Var::steal(var_prefix_sum(flip(g).get(), n.exclusive)));
+    case Kind::CallOutput:  // propagate.cpp runs the call's backward
+      return {};
   }
   return {};
 }
@@ -317,6 +319,8 @@ Var forward(const Node& n, int k, const Var& t) {
       return reduce(Reduction::Sum, t) / count(n);
     case Kind::PrefixSum:
       return Var::steal(var_prefix_sum(t.get(), n.exclusive));
+    case Kind::CallOutput:  // refused by propagate.cpp
+      return {};
   }
   return {};
 }

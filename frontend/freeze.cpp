@@ -327,7 +327,7 @@ void FreezeCore::Impl::run_traced(CallSite& site, CallScratch& cs) {
   WrittenArgs written = site.written_arguments();
   SinkVisitor sink;
   site.outputs(sink, written);
-  GradOutcome o = classify_grads(site, cs, cs.grad_call, sink, written, nullptr, prefix());
+  GradOutcome o = classify_grads(cs, cs.grad_call, sink, nullptr);
   settle_traced(site, cs, cs.grad_call, sink, o, written);
 }
 
@@ -429,8 +429,16 @@ void FreezeCore::Impl::rebuild(CallSite& site, CallScratch& cs, Held& held) {
 
   bool grads = !cs.grads.empty();
   if (grads) [[unlikely]] {
+    std::vector<AdIndex> sources;
+    std::shared_ptr<CallBackward> backward;
+    if (has_backward(held.grads)) {  // over the arguments as they came in: before the rebuild
+      sources = backward_sources(cs, cs.grad_call);
+      std::lock_guard lock(held.backward_mutex);
+      backward =
+          site.make_backward(held.written, sources, held.backwards[site.types()], options.name);
+    }
     grad_nodes.nodes = replay_output_nodes(cs.grad_call, held.grads, outputs.first(n_regular),
-                                           outputs.subspan(n_regular));
+                                           outputs.subspan(n_regular), backward, sources);
     rebuild.set_grad_nodes(grad_nodes.nodes);
   }
   const void* types = site.types();
@@ -520,7 +528,7 @@ std::shared_ptr<Held> FreezeCore::Impl::record(CallSite& site, CallScratch& cs) 
         return sink.arrays;
       // Then the gradients a replay writes back (freeze_grads.h).
       std::vector<AnyArray> outputs = sink.arrays;
-      grads = classify_grads(site, cs, cs.grad_call, sink, written, &outputs, prefix());
+      grads = classify_grads(cs, cs.grad_call, sink, &outputs);
       return outputs;
     };
     r = record_scope(inputs, body, RecordOptions{options.optimize});

@@ -34,6 +34,10 @@ struct Held {
   // written arguments' arrays, the rest the gradients the outcome names.
   GradOutcome grads;
   size_t n_regular = 0;
+  // Outputs of kind kThroughCall: the frozen backward made for each type of call site
+  // (CallSite::make_backward), under the mutex.
+  std::mutex backward_mutex;
+  std::map<const void*, std::shared_ptr<void>> backwards;
   bool tolerant = false;  // float scatter_add or reduction inside: verify within tolerance
   // ff::dist collectives inside: verify never re-runs it traced, which would issue collectives
   // the other ranks do not.

@@ -57,20 +57,10 @@ bool had_grads(const KeyScratch& ks, const GradCall& g, int32_t arg) {
   });
 }
 
-std::string output_path(CallSite& site, const WrittenArgs& written, size_t k) {
-  PathVisitor p;
-  site.describe_outputs(p, written);
-  for (const PathVisitor::Item& it : p.items)
-    if (it.leaf == static_cast<int64_t>(k))
-      return it.path;
-  return "output " + std::to_string(k);
-}
-
 }  // namespace
 
-GradOutcome classify_grads(CallSite& site, const KeyScratch& ks, const GradCall& g,
-                           const SinkVisitor& sink, const WrittenArgs& written,
-                           std::vector<AnyArray>* extra, const std::string& prefix) {
+GradOutcome classify_grads(const KeyScratch& ks, const GradCall& g, const SinkVisitor& sink,
+                           std::vector<AnyArray>* extra) {
   GradOutcome o;
   for (size_t k = 0; k < sink.arrays.size(); ++k) {
     AdIndex n = sink.nodes[k];
@@ -94,15 +84,7 @@ GradOutcome classify_grads(CallSite& site, const KeyScratch& ks, const GradCall&
         }
       }
     } else if (ad_reaches(n, g.nodes.data(), g.nodes.size())) {
-      // The body ran on the caller's arguments: what it wrote stays, detached, so that the
-      // next call does not meet it as an array computed from grad-enabled ones.
-      std::string path = output_path(site, written, k);
-      site.set_output_grads(std::vector<AdIndex>(sink.arrays.size(), 0), written);
-      site.restore_argument_grads(g.entry, ks.scan.argument_starts, written);
-      throw FreezeError(prefix + path +
-                        " depends on grad-enabled arguments, and gradients do not flow back "
-                        "through a frozen call's outputs yet: return ff::detach() of it (and "
-                        "call ff::backward inside the function), or call the function unfrozen");
+      kind = kThroughCall;  // its gradient flows back to the arguments
     }
     o.outputs.push_back(kind);
   }
@@ -140,19 +122,36 @@ void settle_traced(CallSite& site, const KeyScratch& ks, const GradCall& g, cons
   site.restore_argument_grads(g.entry, ks.scan.argument_starts, written);
 }
 
+std::vector<AdIndex> backward_sources(const KeyScratch& ks, const GradCall& g) {
+  std::vector<AdIndex> sources;
+  for (size_t j = 0; j < ks.grads.size() && j < g.nodes.size(); ++j)
+    if (ks.grads[j].state != GradState::SameNode)
+      sources.push_back(g.nodes[j]);
+  return sources;
+}
+
+bool has_backward(const GradOutcome& o) {
+  return std::find(o.outputs.begin(), o.outputs.end(), kThroughCall) != o.outputs.end();
+}
+
 std::vector<AdIndex> replay_output_nodes(const GradCall& g, const GradOutcome& o,
                                          std::span<const TypedHandle> outputs,
-                                         std::span<const TypedHandle> extra) {
+                                         std::span<const TypedHandle> extra,
+                                         const std::shared_ptr<CallBackward>& backward,
+                                         const std::vector<AdIndex>& sources) {
   std::vector<AdIndex> nodes(outputs.size(), 0);
   size_t next_extra = 0;
   try {
     for (size_t k = 0; k < nodes.size() && k < o.outputs.size(); ++k) {
       uint32_t kind = o.outputs[k];
-      if (kind == static_cast<uint32_t>(GradOutput::NewLeaf)) {
+      if (kind == kThroughCall) {
+        nodes[k] = ad_call_output(backward, static_cast<uint32_t>(k), sources.data(),
+                                  sources.size(), outputs[k].handle);
+      } else if (kind == static_cast<uint32_t>(GradOutput::NewLeaf)) {
         nodes[k] = ad_new_leaf(outputs[k].handle, 0);
       } else if (kind == static_cast<uint32_t>(GradOutput::NewLeafGradient)) {
         nodes[k] = ad_new_leaf(outputs[k].handle, extra[next_extra++].handle);
-      } else if (kind >= static_cast<uint32_t>(GradOutput::InputNode)) {
+      } else if (kind >= static_cast<uint32_t>(GradOutput::InputNode) && kind != kThroughCall) {
         nodes[k] = g.nodes[kind - static_cast<uint32_t>(GradOutput::InputNode)];
         ad_inc_ref(nodes[k]);
       }

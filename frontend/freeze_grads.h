@@ -42,8 +42,13 @@ struct GradCall {
   }
 };
 
-/// What a call does with gradients: per output array a format::GradOutput, per grad item a
-/// format::GradEnd (freeze_section.h).
+/// An output through which a later ff::backward reaches the call's grad-enabled arguments: a
+/// replay gives it a node whose backward runs the call's frozen backward (CallSite::
+/// make_backward). Not in files yet: f.save refuses a recording with one.
+inline constexpr uint32_t kThroughCall = 0xFFFFFFFFu;
+
+/// What a call does with gradients: per output array a format::GradOutput (or kThroughCall),
+/// per grad item a format::GradEnd (freeze_section.h).
 struct GradOutcome {
   std::vector<uint32_t> outputs;
   std::vector<uint8_t> ends;
@@ -56,22 +61,29 @@ void gather_grads(CallSite& site, KeyScratch& ks, GradCall& g, const std::string
 
 /// After the body ran on the caller's arguments and its outputs were sunk into `sink`: what
 /// each output and item does with gradients. `extra` (recording only) receives the gradients
-/// a replay must produce, in the order the outcome names them. Throws ff::FreezeError for an
-/// output through which gradients would flow back to an argument.
-GradOutcome classify_grads(CallSite& site, const KeyScratch& ks, const GradCall& g,
-                           const SinkVisitor& sink, const WrittenArgs& written,
-                           std::vector<AnyArray>* extra, const std::string& prefix);
+/// a replay must produce, in the order the outcome names them.
+GradOutcome classify_grads(const KeyScratch& ks, const GradCall& g, const SinkVisitor& sink,
+                           std::vector<AnyArray>* extra);
 
 /// ... then gives the caller's outputs their nodes as the outcome says (the ones a replay
 /// would give), and the arguments the body did not write the nodes they came in with.
 void settle_traced(CallSite& site, const KeyScratch& ks, const GradCall& g, const SinkVisitor& sink,
                    const GradOutcome& o, const WrittenArgs& written);
 
+/// The distinct nodes of the call's grad items (what a frozen backward's gradients reach).
+std::vector<AdIndex> backward_sources(const KeyScratch& ks, const GradCall& g);
+
+/// Whether the outcome has an output of kind kThroughCall.
+bool has_backward(const GradOutcome& o);
+
 /// A replay's nodes for its first `outputs.size()` outputs (references; what the rebuild
-/// gives the arrays), from the recording's outcome and its outputs.
+/// gives the arrays), from the recording's outcome and its outputs; `backward` and `sources`
+/// for the outputs of kind kThroughCall.
 std::vector<AdIndex> replay_output_nodes(const GradCall& g, const GradOutcome& o,
                                          std::span<const TypedHandle> outputs,
-                                         std::span<const TypedHandle> extra);
+                                         std::span<const TypedHandle> extra,
+                                         const std::shared_ptr<CallBackward>& backward,
+                                         const std::vector<AdIndex>& sources);
 
 /// ... and the items' gradients written back into the caller's nodes.
 void write_back_grads(const GradCall& g, const GradOutcome& o, std::span<const TypedHandle> extra);

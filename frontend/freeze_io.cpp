@@ -57,6 +57,11 @@ SaveSnapshot snapshot_for_save(const FreezeCore::Impl& m) {
   s.section.version = m.options.version;
   s.section.name = m.options.name;
   for (size_t k = 0; k < all.size(); ++k) {
+    if (has_backward(all[k].first->grads))
+      throw FreezeError(m.prefix() +
+                        "save: a recording's result carries gradients back to grad-enabled "
+                        "arguments through a backward that files do not hold yet (return "
+                        "ff::detach() of it, or save a function whose results are detached)");
     s.section.records.push_back(to_record(*all[k].first, *all[k].second, uint32_t(k)));
     s.held.push_back(all[k].first);
   }

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "freezeframe/autodiff.h"
 #include "freezeframe/errors.h"
 #include "freezeframe/init.h"
 #include "freezeframe/recording.h"
@@ -462,6 +463,63 @@ class CallSite {
   virtual void restore_argument_grads(std::span<const AdIndex> entry,
                                       std::span<const uint32_t> starts,
                                       const WrittenArgs& written) = 0;
+  /// A replay whose outputs carry gradients back to the grad-enabled arguments (nodes
+  /// `sources`), before its rebuild: the backward of those outputs, over copies of the
+  /// arguments as they are now. `cache` keeps the frozen function that computes it (made on
+  /// first use: one per recording and call-site types); `function` is the function's name.
+  virtual std::shared_ptr<CallBackward> make_backward(const WrittenArgs& written,
+                                                      std::span<const AdIndex> sources,
+                                                      std::shared_ptr<void>& cache,
+                                                      const std::string& function) = 0;
+};
+
+/// Walks a call's outputs (the result's arrays, then the written arguments', as sunk) to output
+/// k and keeps ff::backward from it with the seed (the one of s32 or s64) for run(): the
+/// backward of a frozen call (Frozen's Site::BackwardBody).
+struct SeedOutput {
+  static constexpr bool kRebuilds = false;
+  uint32_t k;
+  const std::vector<Float>* s32;
+  const std::vector<Float64>* s64;
+  std::function<void()> run;
+  uint32_t n = 0;
+
+  template <class X>
+  void array(X& x) {
+    if (n++ != k)
+      return;
+    if constexpr (std::is_same_v<X, Float>) {
+      if (!s32->empty())
+        run = [&x, s = s32] { ff::backward(x, (*s)[0]); };
+    } else if constexpr (std::is_same_v<X, Float64>) {
+      if (!s64->empty())
+        run = [&x, s = s64] { ff::backward(x, (*s)[0]); };
+    }
+  }
+
+  template <class S>
+  void scalar(const S&) {}
+
+  void string(const std::string&) {}
+
+  void enter(Node, size_t&) {}
+
+  void struct_name(const char*, uint64_t) {}
+
+  void map_key(std::string&) {}
+
+  void name(const char*) {}
+
+  void index(size_t) {}
+
+  void leave() {}
+};
+
+/// The callable of a frozen call's backward (Frozen's Site::BackwardBody): it has no backward
+/// of its own (gradients of gradients do not pass through frozen calls).
+template <class F>
+concept FrozenBackwardBody = requires {
+  F::kFrozenBackward;
 };
 
 /// Sets the gradient node of every array a traversal meets, in order, from a list (taking over
@@ -562,7 +620,7 @@ class Frozen {
                   "replay rebuilds the result from the recording)");
     detail::ScanVisitor& scan = detail::FreezeCore::scan();
     (scan_argument<A>(scan, args), ...);
-    Site<R, A...> site(*fn_, args...);
+    Site<R, A...> site(fn_, args...);
     core_->call(site);
     // A call without grad-enabled arguments: what the body made grad-enabled comes out
     // detached, as replays return it. With them, the core gave every array its node.
@@ -615,7 +673,7 @@ class Frozen {
   template <class R, class... A>
   class Site final : public detail::CallSite {
    public:
-    Site(F& fn, A&... args) : fn_(fn), args_(args...) {}
+    Site(const std::shared_ptr<F>& fn, A&... args) : fn_(*fn), fn_owner_(fn), args_(args...) {}
 
     void run() override {
       std::apply(
@@ -732,6 +790,154 @@ class Frozen {
         detail::traverse(p, *result);
       }
       describe_args(p, &written, std::index_sequence_for<A...>());
+    }
+
+    using Entry = std::tuple<std::decay_t<A>...>;
+
+    // The body of a frozen call's backward: the call again, on copies of its arguments as
+    // they came in (`entry`, detached) whose arrays flagged in `grad` (per Float/Float64 array,
+    // in walking order) are new leaves, then ff::backward from output k (the result's arrays,
+    // then the written arguments', as the call returns them) with the seed (in s32 or s64).
+    // Returns those leaves' gradients, in walking order, by element type.
+    struct BackwardBody {
+      static constexpr bool kFrozenBackward = true;
+      std::shared_ptr<F> fn;
+      detail::WrittenArgs written;
+
+      std::tuple<std::vector<Float>, std::vector<Float64>> operator()(
+          const Entry& entry, const std::vector<uint8_t>& grad, uint32_t k,
+          const std::vector<Float>& s32, const std::vector<Float64>& s64) const {
+        Entry copies = entry;
+        std::vector<Float> l32;
+        std::vector<Float64> l64;
+        size_t at = 0;
+        detail::for_each_float_array(copies, [&](auto& a) {
+          if (at < grad.size() && grad[at++]) {
+            a.set_ad_index(detail::ad_new_leaf(a.id(), 0));
+            if constexpr (std::is_same_v<std::remove_cvref_t<decltype(a)>, Float>)
+              l32.push_back(a);
+            else
+              l64.push_back(a);
+          }
+        });
+        // Output k as the call returns it, once the body ran.
+        detail::SeedOutput seed{k, &s32, &s64, {}, 0};
+        auto clear_and_seed = [&] {
+          // The body's own backward (a training step's) is not the call's: only the seed's.
+          for (Float& l : l32)
+            ff::clear_grad(l);
+          for (Float64& l : l64)
+            ff::clear_grad(l);
+          if (seed.run)
+            seed.run();
+        };
+        [&]<size_t... I>(std::index_sequence<I...>) {
+          auto written_outputs = [&] {
+            ((written[I] ? detail::traverse(seed, std::get<I>(copies)) : void()), ...);
+          };
+          if constexpr (std::is_void_v<R>) {
+            std::invoke(*fn, forward_copy<A>(std::get<I>(copies))...);
+            written_outputs();
+            clear_and_seed();
+          } else {
+            R traced = std::invoke(*fn, forward_copy<A>(std::get<I>(copies))...);
+            detail::traverse(seed, traced);
+            written_outputs();
+            clear_and_seed();  // while the result lives
+          }
+        }
+        (std::index_sequence_for<A...>());
+        std::tuple<std::vector<Float>, std::vector<Float64>> out;
+        for (const Float& l : l32)
+          std::get<0>(out).push_back(ff::detach(ff::grad(l)));
+        for (const Float64& l : l64)
+          std::get<1>(out).push_back(ff::detach(ff::grad(l)));
+        return out;
+      }
+    };
+
+    // What ff::backward runs for an output of a replay of this call.
+    struct Backward final : detail::CallBackward {
+      explicit Backward(Entry e) : entry(std::move(e)) {}
+
+      std::shared_ptr<Frozen<BackwardBody>> body;
+      Entry entry;                 // the arguments as they came in, detached
+      std::vector<uint8_t> grad;   // per Float/Float64 array: grad-enabled
+      std::vector<size_t> source;  // per grad-enabled array: its source
+      std::vector<uint8_t> kinds;  // per grad-enabled array: 0 Float, 1 Float64
+      size_t n_sources = 0;
+      std::string function;
+
+      std::vector<detail::Handle> backward(uint32_t k, detail::Handle seed) override {
+        std::vector<Float> s32;
+        std::vector<Float64> s64;
+        detail::inc_ref(seed);
+        if (detail::var_type(seed) == ScalarType::Float32)
+          s32.push_back(Float::steal(seed));
+        else
+          s64.push_back(Float64::steal(seed));
+        auto [g32, g64] = (*body)(entry, grad, k, s32, s64);
+        // The gradients of arrays that shared a node add up.
+        std::vector<std::optional<Float>> a32(n_sources);
+        std::vector<std::optional<Float64>> a64(n_sources);
+        size_t i32 = 0, i64 = 0;
+        for (size_t j = 0; j < source.size(); ++j) {
+          size_t s = source[j];
+          if (kinds[j] == 0 && i32 < g32.size()) {
+            const Float& g = g32[i32++];
+            if (s < n_sources)
+              a32[s] = a32[s] ? *a32[s] + g : g;
+          } else if (kinds[j] == 1 && i64 < g64.size()) {
+            const Float64& g = g64[i64++];
+            if (s < n_sources)
+              a64[s] = a64[s] ? *a64[s] + g : g;
+          }
+        }
+        std::vector<detail::Handle> out(n_sources, 0);
+        for (size_t s = 0; s < n_sources; ++s) {
+          if (a32[s]) {
+            out[s] = a32[s]->id();
+            detail::inc_ref(out[s]);
+          } else if (a64[s]) {
+            out[s] = a64[s]->id();
+            detail::inc_ref(out[s]);
+          }
+        }
+        return out;
+      }
+
+      std::string name() const override { return "frozen function '" + function + "'"; }
+    };
+
+    std::shared_ptr<detail::CallBackward> make_backward(const detail::WrittenArgs& written,
+                                                        std::span<const detail::AdIndex> sources,
+                                                        std::shared_ptr<void>& cache,
+                                                        const std::string& function) override {
+      if constexpr (detail::FrozenBackwardBody<F>) {
+        throw FreezeError("frozen function '" + function +
+                          "': gradients of gradients do not pass through a frozen call's "
+                          "backward");
+      } else {
+        auto b =
+            std::make_shared<Backward>(std::apply([](auto&... a) { return Entry(a...); }, args_));
+        b->function = function;
+        b->n_sources = sources.size();
+        detail::for_each_float_array(args_, [&](auto& a) {
+          detail::AdIndex node = a.ad_index();
+          b->grad.push_back(node != 0);
+          if (!node)
+            return;
+          auto it = std::find(sources.begin(), sources.end(), node);
+          b->source.push_back(static_cast<size_t>(it - sources.begin()));
+          b->kinds.push_back(std::is_same_v<std::remove_cvref_t<decltype(a)>, Float> ? 0 : 1);
+        });
+        detail::for_each_float_array(b->entry, [](auto& a) { a.set_ad_index(0); });
+        if (!cache)
+          cache = std::make_shared<Frozen<BackwardBody>>(
+              BackwardBody{fn_owner_, written}, FreezeOptions{.name = function + " (backward)"});
+        b->body = std::static_pointer_cast<Frozen<BackwardBody>>(cache);
+        return b;
+      }
     }
 
     std::optional<std::conditional_t<std::is_void_v<R>, int, R>> result;
@@ -880,6 +1086,7 @@ class Frozen {
     }
 
     F& fn_;
+    std::shared_ptr<F> fn_owner_;  // a call's backward keeps the callable
     std::tuple<A&...> args_;
     std::vector<detail::ScanVisitor> before_;
     std::optional<std::tuple<std::decay_t<A>...>> copies_;

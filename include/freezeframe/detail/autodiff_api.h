@@ -5,6 +5,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "freezeframe/detail/tracer_api.h"
 #include "freezeframe/reduce_op.h"
@@ -58,5 +61,23 @@ bool ad_reaches(AdIndex from, const AdIndex* targets, size_t n_targets);
 AdIndex ad_copy_leaf(AdIndex n, Handle v);
 /// Whether ff::SuspendGrad is active on this thread.
 bool ad_suspended() noexcept;
+
+/// The backward of a replayed frozen call's outputs (ff::freeze makes it; ff::backward runs it,
+/// outside the graph's lock: it records or replays a frozen function of its own).
+class CallBackward {
+ public:
+  virtual ~CallBackward() = default;
+  /// The gradients that `seed` (borrowed), a gradient of output `k`, gives the call's
+  /// grad-enabled inputs: one per source of the output's node, in order (new references, 0
+  /// where none).
+  virtual std::vector<Handle> backward(uint32_t k, Handle seed) = 0;
+  /// What messages call it ("frozen function 'f'").
+  virtual std::string name() const = 0;
+};
+
+/// A node for output `k` (value `result`) of a replayed frozen call, whose gradient reaches
+/// `sources` (a reference each) through `call`.
+AdIndex ad_call_output(std::shared_ptr<CallBackward> call, uint32_t k, const AdIndex* sources,
+                       size_t n_sources, Handle result);
 
 }  // namespace ff::detail
