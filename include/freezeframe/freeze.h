@@ -476,8 +476,7 @@ class CallSite {
 /// Walks a call's outputs (the result's arrays, then the written arguments', as sunk) to output
 /// k and keeps ff::backward from it with the seed (the one of s32 or s64) for run(): the
 /// backward of a frozen call (Frozen's Site::BackwardBody).
-struct SeedOutput {
-  static constexpr bool kRebuilds = false;
+struct SeedOutput : ArrayOnlyVisitor {
   uint32_t k;
   const std::vector<Float>* s32;
   const std::vector<Float64>* s64;
@@ -496,23 +495,6 @@ struct SeedOutput {
         run = [&x, s = s64] { ff::backward(x, (*s)[0]); };
     }
   }
-
-  template <class S>
-  void scalar(const S&) {}
-
-  void string(const std::string&) {}
-
-  void enter(Node, size_t&) {}
-
-  void struct_name(const char*, uint64_t) {}
-
-  void map_key(std::string&) {}
-
-  void name(const char*) {}
-
-  void index(size_t) {}
-
-  void leave() {}
 };
 
 /// The callable of a frozen call's backward (Frozen's Site::BackwardBody): it has no backward
@@ -524,8 +506,7 @@ concept FrozenBackwardBody = requires {
 
 /// Sets the gradient node of every array a traversal meets, in order, from a list (taking over
 /// each reference): what set_output_grads and restore_argument_grads walk with.
-struct GradNodeSetter {
-  static constexpr bool kRebuilds = false;
+struct GradNodeSetter : ArrayOnlyVisitor {
   std::span<const AdIndex> nodes;
   size_t next = 0;
   bool borrowed = false;  // the list's references are not the setter's: add one each
@@ -540,23 +521,6 @@ struct GradNodeSetter {
       a.set_ad_index(n);
     }
   }
-
-  template <class S>
-  void scalar(const S&) {}
-
-  void string(const std::string&) {}
-
-  void enter(Node, size_t&) {}
-
-  void struct_name(const char*, uint64_t) {}
-
-  void map_key(std::string&) {}
-
-  void name(const char*) {}
-
-  void index(size_t) {}
-
-  void leave() {}
 };
 
 /// The non-template part of a frozen function: the recording cache, keys, replay and verify.
@@ -711,7 +675,7 @@ class Frozen {
 
     void set_output_grads(std::span<const detail::AdIndex> nodes,
                           const detail::WrittenArgs& written) override {
-      detail::GradNodeSetter set{nodes};
+      detail::GradNodeSetter set{{}, nodes};
       if constexpr (!std::is_void_v<R>)
         detail::traverse(set, *result);
       for_each_written(written, [&](auto& arg) {
@@ -729,7 +693,7 @@ class Frozen {
       for_each_writable([&](size_t i, auto& arg) {
         if (written[i] || i >= starts.size())
           return;
-        detail::GradNodeSetter set{entry.subspan(std::min<size_t>(starts[i], entry.size()))};
+        detail::GradNodeSetter set{{}, entry.subspan(std::min<size_t>(starts[i], entry.size()))};
         set.borrowed = true;
         detail::traverse(set, arg);
       });
@@ -821,7 +785,7 @@ class Frozen {
           }
         });
         // Output k as the call returns it, once the body ran.
-        detail::SeedOutput seed{k, &s32, &s64, {}, 0};
+        detail::SeedOutput seed{{}, k, &s32, &s64, {}, 0};
         auto clear_and_seed = [&] {
           // The body's own backward (a training step's) is not the call's: only the seed's.
           for (Float& l : l32)

@@ -199,18 +199,10 @@ void traverse(V& v, T& x) {
   }
 }
 
-/// Calls f on every Float and Float64 array in a walkable value (integer and Bool arrays,
-/// scalars and strings are skipped): what gradients act on (autodiff.h).
-template <class F>
-struct FloatLeafVisitor {
+/// A visitor that only looks at arrays: everything else it passes by. Derived visitors add
+/// array(A&).
+struct ArrayOnlyVisitor {
   static constexpr bool kRebuilds = false;
-  F& f;
-
-  template <class A>
-  void array(A& a) {
-    if constexpr (kDifferentiable<typename A::Value>)
-      f(a);
-  }
 
   template <class S>
   void scalar(const S&) {}
@@ -230,9 +222,22 @@ struct FloatLeafVisitor {
   void leave() {}
 };
 
+/// Calls f on every Float and Float64 array in a walkable value (integer and Bool arrays,
+/// scalars and strings are skipped): what gradients act on (autodiff.h).
+template <class F>
+struct FloatLeafVisitor : ArrayOnlyVisitor {
+  F& f;
+
+  template <class A>
+  void array(A& a) {
+    if constexpr (kDifferentiable<typename A::Value>)
+      f(a);
+  }
+};
+
 template <class T, class F>
 void for_each_float_array(T& x, F&& f) {
-  FloatLeafVisitor<F> v{f};
+  FloatLeafVisitor<F> v{{}, f};
   traverse(v, x);
 }
 
