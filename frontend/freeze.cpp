@@ -162,15 +162,12 @@ void FreezeCore::call(CallSite& site) {
   struct ReleaseGrads {  // the grad-enabled arguments' nodes and gradients, held for the call
     GradCall& g;
 
-    ~ReleaseGrads() {
-      if (!g.nodes.empty() || !g.grads.empty())
-        g.clear();
-    }
+    ~ReleaseGrads() { g.clear(); }
   } release_grads{cs.grad_call};
 
   if (!cs.scan.grad_leaves.empty()) [[unlikely]]
     gather_grads(site, cs, cs.grad_call, m.prefix());
-  else if (!cs.grads.empty())
+  else
     cs.grads.clear();
   SlowCall c;
   // Nested calls take the full path (it decides between replaying into the outer recording

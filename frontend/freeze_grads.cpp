@@ -151,7 +151,7 @@ std::vector<AdIndex> replay_output_nodes(const GradCall& g, const GradOutcome& o
         nodes[k] = ad_new_leaf(outputs[k].handle, 0);
       } else if (kind == static_cast<uint32_t>(GradOutput::NewLeafGradient)) {
         nodes[k] = ad_new_leaf(outputs[k].handle, extra[next_extra++].handle);
-      } else if (kind >= static_cast<uint32_t>(GradOutput::InputNode) && kind != kThroughCall) {
+      } else if (kind >= static_cast<uint32_t>(GradOutput::InputNode)) {
         nodes[k] = g.nodes[kind - static_cast<uint32_t>(GradOutput::InputNode)];
         ad_inc_ref(nodes[k]);
       }

@@ -2,9 +2,9 @@
 // argument is part of the key (and so is whether its node holds a gradient yet); that gradient
 // goes into the recording as an extra input; what the body leaves in it comes out as an extra
 // output that a replay writes back into the caller's node; written arguments that were
-// grad-enabled come out as new grad-enabled leaves, as the optimisers leave them. A result
-// through which a later ff::backward would reach the arguments is refused: that needs the
-// call's backward recorded too. Internal to the front end.
+// grad-enabled come out as new grad-enabled leaves, as the optimisers leave them. A replayed
+// output through which a later ff::backward reaches the arguments gets a node whose backward
+// is a frozen function of its own (CallSite::make_backward). Internal to the front end.
 #pragma once
 
 #include <span>

@@ -241,6 +241,26 @@ TEST_CASE("freeze grads: backward through a frozen call's results reaches its ar
   }
   CHECK(g.n_replays() >= 2);
 
+  // One array passed twice, written through one name and read through the other: the
+  // backward runs the call again on one copy passed twice, as the call saw it.
+  auto twice = [](Float& a, const Float& b) {
+    a = a * 2.f;
+    return a * b;  // (2w) (2w)
+  };
+  auto h = ff::freeze(twice);
+  for (int call = 0; call < 3; ++call) {
+    Float wf = floats(5, 0.5, 0.25), wt = floats(5, 0.5, 0.25);
+    ff::enable_grad(wf);
+    ff::enable_grad(wt);
+    Float w0f = wf, w0t = wt;  // the arrays as they came in (the call writes wf, wt)
+    Float yf = h(wf, wf), yt = twice(wt, wt);
+    REQUIRE(yf.to_vector() == yt.to_vector());
+    ff::backward(ff::sum(yf));
+    ff::backward(ff::sum(yt));
+    same_grads(w0f, w0t);  // d/dw 4 w^2 = 8 w
+  }
+  CHECK(h.n_replays() == 2);
+
   // Files do not hold the backward yet: saving such a recording is refused by name.
   fft::TempFile file("through.ffr");
   REQUIRE_THROWS_AS(frozen.save(file.str()), ff::FreezeError);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -723,25 +724,9 @@ class Frozen {
     }
 
     void run_on_copies(detail::SinkVisitor& sink, const detail::WrittenArgs& written) override {
-      std::tuple<std::decay_t<A>...> copies = std::move(*copies_);
+      Entry copies = std::move(*copies_);
       copies_.reset();
-      // The body sees the copies aliased as the call's arguments were: one object passed
-      // twice (h(p, p)) is one copy passed twice.
-      [&]<size_t... I>(std::index_sequence<I...>) {
-        if constexpr (std::is_void_v<R>) {
-          std::invoke(fn_, forward_copy<A>(copy_for<I>(copies))...);
-        } else {
-          R traced = std::invoke(fn_, forward_copy<A>(copy_for<I>(copies))...);
-          detail::traverse(sink, traced);
-        }
-        (
-            [&] {
-              if (written[I])
-                detail::traverse(sink, copy_for<I>(copies));
-            }(),
-            ...);
-      }
-      (std::index_sequence_for<A...>());
+      run_copies(fn_, copies, aliases(), written, sink, [] {});
     }
 
     void describe_arguments(detail::PathVisitor& p) override {
@@ -757,6 +742,68 @@ class Frozen {
     }
 
     using Entry = std::tuple<std::decay_t<A>...>;
+    // Per argument, the first argument that is the same object (itself where none).
+    using Aliases = std::array<uint32_t, sizeof...(A)>;
+
+    // Argument I's type, as the first argument of the same type (the same object can be
+    // passed as two arguments only where their types agree).
+    template <size_t I>
+    static constexpr size_t type_class() {
+      size_t c = I;
+      [&]<size_t... J>(std::index_sequence<J...>) {
+        ((c == I && std::is_same_v<std::tuple_element_t<J, Entry>, std::tuple_element_t<I, Entry>>
+              ? void(c = J)
+              : void()),
+         ...);
+      }
+      (std::make_index_sequence<I>());
+      return c;
+    }
+
+    Aliases aliases() const {
+      constexpr size_t n = sizeof...(A);
+      constexpr auto classes = []<size_t... I>(std::index_sequence<I...>) {
+        return std::array<size_t, n>{type_class<I>()...};
+      }
+      (std::index_sequence_for<A...>());
+      const auto addresses = std::apply(
+          [](auto&... a) { return std::array<const void*, n>{std::addressof(a)...}; }, args_);
+      Aliases alias{};
+      for (size_t i = 0; i < n; ++i) {
+        alias[i] = static_cast<uint32_t>(i);
+        for (size_t j = 0; j < i; ++j)
+          if (classes[j] == classes[i] && addresses[j] == addresses[i]) {
+            alias[i] = static_cast<uint32_t>(j);
+            break;
+          }
+      }
+      return alias;
+    }
+
+    // Runs `fn` on `copies`, aliased as `alias` says (one object passed twice, h(p, p), is one
+    // copy passed twice), walks the result's arrays then the written arguments' with `v` (the
+    // order outputs() sinks them), and calls `then` while the result still lives. Verify's
+    // traced re-run and a frozen call's backward.
+    template <class Fn, class V, class Then>
+    static void run_copies(Fn& fn, Entry& copies, const Aliases& alias,
+                           const detail::WrittenArgs& written, V& v, Then&& then) {
+      [&]<size_t... I>(std::index_sequence<I...>) {
+        auto written_outputs = [&] {
+          ((written[I] ? detail::traverse(v, copy_for<I>(copies, alias)) : void()), ...);
+        };
+        if constexpr (std::is_void_v<R>) {
+          std::invoke(fn, forward_copy<A>(copy_for<I>(copies, alias))...);
+          written_outputs();
+          then();
+        } else {
+          R traced = std::invoke(fn, forward_copy<A>(copy_for<I>(copies, alias))...);
+          detail::traverse(v, traced);
+          written_outputs();
+          then();
+        }
+      }
+      (std::index_sequence_for<A...>());
+    }
 
     // The body of a frozen call's backward: the call again, on copies of its arguments as
     // they came in (`entry`, detached) whose arrays flagged in `grad` (per Float/Float64 array,
@@ -769,7 +816,7 @@ class Frozen {
       detail::WrittenArgs written;
 
       std::tuple<std::vector<Float>, std::vector<Float64>> operator()(
-          const Entry& entry, const std::vector<uint8_t>& grad, uint32_t k,
+          const Entry& entry, const Aliases& alias, const std::vector<uint8_t>& grad, uint32_t k,
           const std::vector<Float>& s32, const std::vector<Float64>& s64) const {
         Entry copies = entry;
         std::vector<Float> l32;
@@ -795,22 +842,7 @@ class Frozen {
           if (seed.run)
             seed.run();
         };
-        [&]<size_t... I>(std::index_sequence<I...>) {
-          auto written_outputs = [&] {
-            ((written[I] ? detail::traverse(seed, std::get<I>(copies)) : void()), ...);
-          };
-          if constexpr (std::is_void_v<R>) {
-            std::invoke(*fn, forward_copy<A>(std::get<I>(copies))...);
-            written_outputs();
-            clear_and_seed();
-          } else {
-            R traced = std::invoke(*fn, forward_copy<A>(std::get<I>(copies))...);
-            detail::traverse(seed, traced);
-            written_outputs();
-            clear_and_seed();  // while the result lives
-          }
-        }
-        (std::index_sequence_for<A...>());
+        run_copies(*fn, copies, alias, written, seed, clear_and_seed);
         std::tuple<std::vector<Float>, std::vector<Float64>> out;
         for (const Float& l : l32)
           std::get<0>(out).push_back(ff::detach(ff::grad(l)));
@@ -826,6 +858,7 @@ class Frozen {
 
       std::shared_ptr<Frozen<BackwardBody>> body;
       Entry entry;                 // the arguments as they came in, detached
+      Aliases alias{};             // which of them were one object
       std::vector<uint8_t> grad;   // per Float/Float64 array: grad-enabled
       std::vector<size_t> source;  // per grad-enabled array: its source
       std::vector<uint8_t> kinds;  // per grad-enabled array: 0 Float, 1 Float64
@@ -840,7 +873,7 @@ class Frozen {
           s32.push_back(Float::steal(seed));
         else
           s64.push_back(Float64::steal(seed));
-        auto [g32, g64] = (*body)(entry, grad, k, s32, s64);
+        auto [g32, g64] = (*body)(entry, alias, grad, k, s32, s64);
         // The gradients of arrays that shared a node add up.
         std::vector<std::optional<Float>> a32(n_sources);
         std::vector<std::optional<Float64>> a64(n_sources);
@@ -885,6 +918,7 @@ class Frozen {
         auto b =
             std::make_shared<Backward>(std::apply([](auto&... a) { return Entry(a...); }, args_));
         b->function = function;
+        b->alias = aliases();
         b->n_sources = sources.size();
         detail::for_each_float_array(args_, [&](auto& a) {
           detail::AdIndex node = a.ad_index();
@@ -968,23 +1002,17 @@ class Frozen {
         return std::move(c);
     }
 
-    // The copy standing in for argument I: that of the first argument that is the same object
-    // as it (and of the same type), else its own.
-    template <size_t I, class Tuple>
-    auto& copy_for(Tuple& copies) {
-      using T = std::tuple_element_t<I, Tuple>;
+    // The copy standing in for argument I: that of argument alias[I] (of the same type).
+    template <size_t I>
+    static auto& copy_for(Entry& copies, const Aliases& alias) {
+      using T = std::tuple_element_t<I, Entry>;
       T* chosen = &std::get<I>(copies);
-      const void* mine = std::addressof(std::get<I>(args_));
-      bool found = false;
       [&]<size_t... J>(std::index_sequence<J...>) {
         (
             [&] {
-              if constexpr (std::is_same_v<std::tuple_element_t<J, Tuple>, T>)
-                if (!found &&
-                    static_cast<const void*>(std::addressof(std::get<J>(args_))) == mine) {
+              if constexpr (std::is_same_v<std::tuple_element_t<J, Entry>, T>)
+                if (alias[I] == J)
                   chosen = &std::get<J>(copies);
-                  found = true;
-                }
             }(),
             ...);
       }
