@@ -431,8 +431,11 @@ void FreezeCore::Impl::rebuild(CallSite& site, CallScratch& cs, Held& held) {
     if (has_backward(held.grads)) {  // over the arguments as they came in: before the rebuild
       sources = backward_sources(cs, cs.grad_call);
       std::lock_guard lock(held.backward_mutex);
-      backward =
-          site.make_backward(held.written, sources, held.backwards[site.types()], options.name);
+      BackwardCache& cache = held.backwards[site.types()];
+      bool fresh = !cache.frozen;
+      backward = site.make_backward(held.written, sources, cache, options.name);
+      if (fresh && held.loaded_backward)  // what the file held for it
+        cache.core->adopt(*held.loaded_backward);
     }
     grad_nodes.nodes = replay_output_nodes(cs.grad_call, held.grads, outputs.first(n_regular),
                                            outputs.subspan(n_regular), backward, sources);

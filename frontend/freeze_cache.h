@@ -24,6 +24,14 @@
 
 namespace ff::detail {
 
+/// The recordings that a loaded recording's frozen backward held when it was saved: kept until
+/// a call site makes that backward (one per call-site types), which adopts them.
+struct LoadedBackward {
+  std::shared_ptr<const format::FreezeSection> section;
+  std::vector<rec::ValidatedRecording> recordings;  // the file's (the section's indices)
+  std::string path;
+};
+
 /// A recorded path: the recording and what a replay rebuilds the outputs from.
 struct Held {
   Recording recording;
@@ -35,9 +43,11 @@ struct Held {
   GradOutcome grads;
   size_t n_regular = 0;
   // Outputs of kind kThroughCall: the frozen backward made for each type of call site
-  // (CallSite::make_backward), under the mutex.
+  // (CallSite::make_backward), under the mutex; for a recording f.load read, what the file held
+  // for them (null: nothing).
   std::mutex backward_mutex;
-  std::map<const void*, std::shared_ptr<void>> backwards;
+  std::map<const void*, BackwardCache> backwards;
+  std::shared_ptr<const LoadedBackward> loaded_backward;
   bool tolerant = false;  // float scatter_add or reduction inside: verify within tolerance
   // ff::dist collectives inside: verify never re-runs it traced, which would issue collectives
   // the other ranks do not.

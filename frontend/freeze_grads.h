@@ -44,8 +44,8 @@ struct GradCall {
 
 /// An output through which a later ff::backward reaches the call's grad-enabled arguments: a
 /// replay gives it a node whose backward runs the call's frozen backward (CallSite::
-/// make_backward). Not in files yet: f.save refuses a recording with one.
-inline constexpr uint32_t kThroughCall = 0xFFFFFFFFu;
+/// make_backward). f.save writes that backward's recordings with the record (freeze layout 4).
+inline constexpr uint32_t kThroughCall = static_cast<uint32_t>(format::GradOutput::ThroughCall);
 
 /// What a call does with gradients: per output array a format::GradOutput (or kThroughCall),
 /// per grad item a format::GradEnd (freeze_section.h).

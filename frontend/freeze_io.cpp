@@ -39,10 +39,12 @@ format::FreezeRecord to_record(const Held& one, const Entry& e, uint32_t k) {
 }
 
 /// What save() writes, taken under the cache's mutex: the section and its recordings, oldest
-/// first (so that a load recreates the same order of recordings and entries).
+/// first (so that a load recreates the same order of recordings and entries), and per record
+/// the cores of the frozen backwards made for it (their recordings go with it).
 struct SaveSnapshot {
   format::FreezeSection section;
   std::vector<std::shared_ptr<Held>> held;
+  std::vector<std::vector<std::shared_ptr<FreezeCore>>> backwards;
 };
 
 SaveSnapshot snapshot_for_save(const FreezeCore::Impl& m) {
@@ -57,13 +59,14 @@ SaveSnapshot snapshot_for_save(const FreezeCore::Impl& m) {
   s.section.version = m.options.version;
   s.section.name = m.options.name;
   for (size_t k = 0; k < all.size(); ++k) {
-    if (has_backward(all[k].first->grads))
-      throw FreezeError(m.prefix() +
-                        "save: a recording's result carries gradients back to grad-enabled "
-                        "arguments through a backward that files do not hold yet (return "
-                        "ff::detach() of it, or save a function whose results are detached)");
-    s.section.records.push_back(to_record(*all[k].first, *all[k].second, uint32_t(k)));
+    Held& one = *all[k].first;
+    s.section.records.push_back(to_record(one, *all[k].second, uint32_t(k)));
     s.held.push_back(all[k].first);
+    std::vector<std::shared_ptr<FreezeCore>>& cores = s.backwards.emplace_back();
+    std::lock_guard lock(one.backward_mutex);
+    for (const auto& [types, cache] : one.backwards)
+      if (cache.core)
+        cores.push_back(cache.core);
   }
   for (const auto& [hash, name] : m.struct_names)
     s.section.struct_names.push_back({hash, name});
@@ -73,6 +76,17 @@ SaveSnapshot snapshot_for_save(const FreezeCore::Impl& m) {
     s.section.opaque.push_back({hash, std::move(ordinals)});
   return s;
 }
+
+/// The recordings a file holds, each with its label (empty: none).
+struct FileRecordings {
+  std::vector<const rec::RecordingData*> data;
+  std::vector<std::string> labels;
+
+  void add(const Held& one, const std::string& label) {
+    data.push_back(recording_state(one.recording)->data.get());
+    labels.push_back(label);
+  }
+};
 
 }  // namespace
 
@@ -85,16 +99,43 @@ void FreezeCore::save(const std::string& path) const {
   }
   if (s.held.empty())
     throw FreezeError(m.prefix() + "save('" + path + "'): it holds no recordings yet");
-  std::vector<const rec::RecordingData*> recordings;
+  FileRecordings file;
   for (const auto& one : s.held)
-    recordings.push_back(recording_state(one->recording)->data.get());
+    file.add(*one, "");
+  // Each record's backward: the recordings its frozen backwards held (one per type of call
+  // site, usually one), after the function's own, labelled with the backward's name.
+  for (size_t k = 0; k < s.backwards.size(); ++k) {
+    auto backward = std::make_shared<format::FreezeSection>();
+    for (const std::shared_ptr<FreezeCore>& core : s.backwards[k]) {
+      Impl& b = *core->impl_;
+      SaveSnapshot inner;
+      {
+        std::lock_guard lock(b.mutex);
+        inner = snapshot_for_save(b);
+      }
+      backward->name = inner.section.name;
+      for (size_t r = 0; r < inner.held.size(); ++r) {
+        format::FreezeRecord& rec = inner.section.records[r];
+        rec.recording = static_cast<uint32_t>(file.data.size());
+        file.add(*inner.held[r], inner.section.name);
+        backward->records.push_back(std::move(rec));
+      }
+      for (format::OpaqueSet& set : inner.section.opaque)
+        backward->opaque.push_back(std::move(set));
+      for (format::StructName& n : inner.section.struct_names)
+        backward->struct_names.push_back(std::move(n));
+    }
+    if (!backward->records.empty())
+      s.section.records[k].backward = std::move(backward);
+  }
   format::WriteOptions options;
+  options.labels = std::move(file.labels);
   options.extra.push_back({format::kSectionFreeze, format::kSectionOptional, format::kFileLevel, 1,
                            format::encode_freeze_section(s.section)});
-  std::vector<std::byte> bytes = format::write(recordings, options);
+  std::vector<std::byte> bytes = format::write(file.data, options);
   write_file_atomic(path, bytes, /*durable=*/true);
-  logging::format().info("{}saved {} recording(s) to '{}' ({} bytes)", m.prefix(),
-                         recordings.size(), path, bytes.size());
+  logging::format().info("{}saved {} recording(s) to '{}' ({} bytes)", m.prefix(), file.data.size(),
+                         path, bytes.size());
 }
 
 namespace {
@@ -156,8 +197,13 @@ struct Loaded {
   std::shared_ptr<Held> held;
 };
 
-Loaded to_loaded(format::FreezeRecord& rec, const format::ParsedFile& parsed,
-                 const std::string& context) {
+/// What the section's records read from: the file's recordings and its path.
+struct Source {
+  const std::vector<rec::ValidatedRecording>& recordings;
+  const std::string& path;
+};
+
+Loaded to_loaded(format::FreezeRecord& rec, const Source& from, const std::string& context) {
   Loaded one;
   one.shape_bytes = rec.shape_bytes;
   one.key = std::move(rec.key);
@@ -171,7 +217,7 @@ Loaded to_loaded(format::FreezeRecord& rec, const format::ParsedFile& parsed,
     out.size_has_prov = li.size_has_prov;
   }
   auto held = std::make_shared<Held>();
-  auto state = std::make_shared<RecordingState>(parsed.recordings[rec.recording]);
+  auto state = std::make_shared<RecordingState>(from.recordings[rec.recording]);
   held->recording = Recording(std::move(state));
   held->out_shape = std::move(rec.out_shape);
   held->written.assign(rec.written.begin(), rec.written.end());
@@ -182,6 +228,9 @@ Loaded to_loaded(format::FreezeRecord& rec, const format::ParsedFile& parsed,
                     format::count_grad_outputs(held->grads.outputs, held->grads.ends);
   held->collective = has_collectives(*recording_state(held->recording)->data);
   held->context = context;
+  if (rec.backward)
+    held->loaded_backward = std::make_shared<const LoadedBackward>(
+        LoadedBackward{std::move(rec.backward), from.recordings, from.path});
   one.held = std::move(held);
   return one;
 }
@@ -190,8 +239,9 @@ Loaded to_loaded(format::FreezeRecord& rec, const format::ParsedFile& parsed,
 /// a size that the tracer did not always know (a size taken from another array was ~0,
 /// whatever it was), so such a key cannot be trusted to match only the calls it fits. Their
 /// calls record anew (logged).
-std::vector<Loaded> loadable(format::FreezeSection& data, const format::ParsedFile& parsed,
-                             const std::string& prefix, const std::string& path) {
+std::vector<Loaded> loadable(format::FreezeSection& data, const Source& from,
+                             const std::string& prefix) {
+  const std::string& path = from.path;
   std::vector<Loaded> loaded;
   size_t dropped = 0;
   for (format::FreezeRecord& rec : data.records) {
@@ -200,8 +250,7 @@ std::vector<Loaded> loadable(format::FreezeSection& data, const format::ParsedFi
     if (data.layout == 1 && literal)
       ++dropped;
     else
-      loaded.push_back(
-          to_loaded(rec, parsed, prefix + "the recording loaded from '" + path + "': "));
+      loaded.push_back(to_loaded(rec, from, prefix + "the recording loaded from '" + path + "': "));
   }
   if (dropped)
     logging::format().info(
@@ -212,24 +261,20 @@ std::vector<Loaded> loadable(format::FreezeSection& data, const format::ParsedFi
   return loaded;
 }
 
-}  // namespace
+/// check_output_types for every record, a backward's included.
+void check_all_output_types(const format::FreezeSection& s,
+                            const std::vector<rec::ValidatedRecording>& recordings,
+                            const std::string& path) {
+  for (const format::FreezeRecord& rec : s.records) {
+    check_output_types(rec, *recordings[rec.recording], path);
+    if (rec.backward)
+      check_all_output_types(*rec.backward, recordings, path);
+  }
+}
 
-void FreezeCore::load(const std::string& path) {
-  Impl& m = *impl_;
-  format::ParsedFile parsed = format::parse_file(path);
-  const format::RawSection& section = freeze_section_of(parsed, path);
-  std::vector<size_t> n_outputs;
-  for (const auto& d : parsed.recordings)
-    n_outputs.push_back(d->outputs.size());
-  format::FreezeSection data = format::decode_freeze_section(section.bytes, n_outputs, path);
-  for (const format::FreezeRecord& rec : data.records)
-    check_output_types(rec, *parsed.recordings[rec.recording], path);
-  if (data.version != m.options.version)
-    throw FreezeError(m.prefix() + "load('" + path + "'): the file was saved with version '" +
-                      data.version + "', this function has FreezeOptions::version '" +
-                      m.options.version + "'");
-  std::vector<Loaded> loaded = loadable(data, parsed, m.prefix(), path);
-
+/// Adds what a section read from `path` holds to the cache.
+void add_loaded(FreezeCore::Impl& m, std::vector<Loaded>& loaded, format::FreezeSection& data,
+                const std::string& path) {
   std::lock_guard lock(m.mutex);
   for (Loaded& one : loaded) {
     Hash128 h = hash128(std::as_bytes(std::span(one.key)));
@@ -248,8 +293,35 @@ void FreezeCore::load(const std::string& path) {
   m.loaded_from = path;
   m.epoch++;
   m.evict_locked();
+}
+
+}  // namespace
+
+void FreezeCore::load(const std::string& path) {
+  Impl& m = *impl_;
+  format::ParsedFile parsed = format::parse_file(path);
+  const format::RawSection& section = freeze_section_of(parsed, path);
+  std::vector<size_t> n_outputs;
+  for (const auto& d : parsed.recordings)
+    n_outputs.push_back(d->outputs.size());
+  format::FreezeSection data = format::decode_freeze_section(section.bytes, n_outputs, path);
+  check_all_output_types(data, parsed.recordings, path);
+  if (data.version != m.options.version)
+    throw FreezeError(m.prefix() + "load('" + path + "'): the file was saved with version '" +
+                      data.version + "', this function has FreezeOptions::version '" +
+                      m.options.version + "'");
+  std::vector<Loaded> loaded = loadable(data, Source{parsed.recordings, path}, m.prefix());
+  add_loaded(m, loaded, data, path);
   logging::format().info("{}loaded {} recording(s) from '{}' (saved by '{}')", m.prefix(),
                          loaded.size(), path, data.name);
+}
+
+void FreezeCore::adopt(const LoadedBackward& from) {
+  Impl& m = *impl_;
+  format::FreezeSection data = *from.section;  // the loaded records take their parts
+  std::vector<Loaded> loaded = loadable(data, Source{from.recordings, from.path}, m.prefix());
+  add_loaded(m, loaded, data, from.path);
+  logging::format().debug("{}took {} recording(s) from '{}'", m.prefix(), loaded.size(), from.path);
 }
 
 }  // namespace ff::detail

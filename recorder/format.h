@@ -17,7 +17,7 @@ inline constexpr char kMagic[4] = {'F', 'F', 'R', 'C'};
 /// sections, records that grow at their end); a reader of an older minor skips what it does
 /// not know.
 inline constexpr uint16_t kVersionMajor = 1;
-inline constexpr uint16_t kVersionMinor = 9;
+inline constexpr uint16_t kVersionMinor = 10;
 
 /// FileHeader::checksum_algo.
 inline constexpr uint16_t kChecksumXxh3_64 = 1;
@@ -53,8 +53,9 @@ enum class SectionType : uint32_t {
   Outputs = 14,       // OutputItem per output
   Passes = 15,        // since 1.2, optional: PassItem per optimiser pass that ran
   RegionNames = 16,   // since 1.8, optional: RegionNameItem per named region of a kernel
+  Label = 17,         // since 1.10, optional: one LabelItem, what wrote the recording calls it
 };
-inline constexpr uint32_t kNumSectionTypes = 17;  // one past the largest known type
+inline constexpr uint32_t kNumSectionTypes = 18;  // one past the largest known type
 
 /// Since 1.1: a saved frozen function's freeze data (file level, optional; blob). Readers keep
 /// it among the skipped sections; recorder/freeze_section.h decodes it
@@ -237,6 +238,15 @@ static_assert(sizeof(PassItem) == 40);
 
 /// The name of one region of a kernel (ff::LoopOptions::name; RecordingData::region_names),
 /// only for named ones, in increasing (kernel, region) order.
+/// Since 1.10: a recording's label, a name given by whoever wrote the file (f.save labels a
+/// frozen call's backward "<function> (backward)"). Only tools and messages read it.
+struct LabelItem {
+  uint32_t name_offset;  // into Strings, not empty
+  uint32_t name_bytes;
+};
+
+static_assert(sizeof(LabelItem) == 8);
+
 struct RegionNameItem {
   uint32_t kernel;       // index into Kernels
   uint32_t region;       // the kernel's region-opening markers (LoopBegin, IfBegin,

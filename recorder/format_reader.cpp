@@ -58,6 +58,8 @@ const char* to_string(SectionType t) {
       return "passes";
     case SectionType::RegionNames:
       return "region_names";
+    case SectionType::Label:
+      return "label";
   }
   if (static_cast<uint32_t>(t) == kSectionFreeze)
     return "freeze";
@@ -115,6 +117,8 @@ uint32_t min_item_bytes(SectionType t) {
       return sizeof(PassItem);
     case SectionType::RegionNames:
       return sizeof(RegionNameItem);
+    case SectionType::Label:
+      return sizeof(LabelItem);
     default:
       return 1;
   }
@@ -659,6 +663,16 @@ rec::ValidatedRecording Reader::recording(uint32_t r) {
         names.resize(regions);
         names[it.region].assign(reinterpret_cast<const char*>(name.data()), name.size());
       });
+
+  if (uint64_t n = count(r, SectionType::Label); n > 1)
+    fail({"section 'label' of recording " + std::to_string(r), 0, false},
+         "holds " + std::to_string(n) + " labels, a recording has one at most");
+  each<LabelItem>(r, SectionType::Label, [&](uint64_t, const LabelItem& it, auto where) {
+    if (it.name_bytes == 0)
+      fail(where(), "is empty");
+    auto name = slice(r, SectionType::Strings, it.name_offset, it.name_bytes, where, "label");
+    d->label.assign(reinterpret_cast<const char*>(name.data()), name.size());
+  });
 
   reach(ParseStage::Validate);
   auto checked = rec::ValidatedRecording::try_check(std::move(*d));

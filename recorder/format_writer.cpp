@@ -58,7 +58,8 @@ class Strings {
   std::map<std::string, uint32_t> index_;
 };
 
-void encode(const rec::RecordingData& d, uint32_t r, std::vector<Section>& out) {
+void encode(const rec::RecordingData& d, uint32_t r, const std::string& label,
+            std::vector<Section>& out) {
   auto section = [&](SectionType t, uint32_t item_bytes) -> Bytes& {
     out.push_back(Section{t, 0, r, item_bytes, {}});
     return out.back().bytes;
@@ -215,6 +216,12 @@ void encode(const rec::RecordingData& d, uint32_t r, std::vector<Section>& out) 
         append(names, it);
       }
   }
+  if (!label.empty()) {
+    LabelItem it{};
+    std::tie(it.name_offset, it.name_bytes) = strings.add(label);
+    append(section(SectionType::Label, sizeof(LabelItem)), it);
+    out.back().flags = kSectionOptional;
+  }
   out[strings_at].bytes = strings.take();
 }
 
@@ -234,7 +241,10 @@ std::vector<std::byte> write(std::span<const rec::RecordingData* const> recordin
     throw Error("recording file: nothing to write (no recordings)");
   std::vector<Section> sections;
   for (size_t r = 0; r < recordings.size(); ++r)
-    encode(*recordings[r], index32(r, "recordings"), sections);
+    encode(*recordings[r], index32(r, "recordings"),
+           r < options.labels.size() && !options.labels[r].empty() ? options.labels[r]
+                                                                   : recordings[r]->label,
+           sections);
   for (const ExtraSection& e : options.extra) {
     if (e.item_bytes == 0 || e.bytes.size() % e.item_bytes != 0)
       throw Error("recording file: extra section of type " + std::to_string(e.type) + " holds " +

@@ -27,6 +27,8 @@ struct WriteOptions {
   std::string library_version;  // empty: this build's version
   /// Tests of forward compatibility write a newer minor version.
   uint16_t version_minor = kVersionMinor;
+  /// Per recording (or fewer): where not empty, the label written instead of its own.
+  std::vector<std::string> labels;
   /// Appended after the recordings' sections, in this order.
   std::vector<ExtraSection> extra;
 };

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 #include "freezeframe/errors.h"
@@ -483,8 +484,9 @@ DecodedKey decode_key(std::span<const uint8_t> key, size_t shape_bytes, uint32_t
   return out;
 }
 
-std::vector<std::byte> encode_freeze_section(const FreezeSection& s) {
-  Writer w;
+namespace {
+
+void encode_section(Writer& w, const FreezeSection& s) {
   w.u32(s.layout);
   w.u32(static_cast<uint32_t>(s.records.size()));
   w.u32(static_cast<uint32_t>(s.opaque.size()));
@@ -516,6 +518,15 @@ std::vector<std::byte> encode_freeze_section(const FreezeSection& s) {
         w.u32(g);
       w.blob(rec.grad_ends.data(), rec.grad_ends.size());
     }
+    if (s.layout >= 4) {
+      w.u8(rec.backward ? 1 : 0);
+      if (rec.backward) {
+        Writer inner;
+        encode_section(inner, *rec.backward);
+        std::vector<std::byte> bytes = inner.take();
+        w.blob(bytes.data(), bytes.size());
+      }
+    }
   }
   for (const OpaqueSet& set : s.opaque) {
     w.u64(set.shape_hash);
@@ -530,6 +541,13 @@ std::vector<std::byte> encode_freeze_section(const FreezeSection& s) {
       w.str(n.name);
     }
   }
+}
+
+}  // namespace
+
+std::vector<std::byte> encode_freeze_section(const FreezeSection& s) {
+  Writer w;
+  encode_section(w, s);
   return w.take();
 }
 
@@ -545,7 +563,7 @@ namespace {
 
 /// Layout 3: what a record's outputs do with gradients, checked against its key.
 void read_grad_outputs(Reader& r, const std::string& which, const DecodedKey& key, size_t n_regular,
-                       FreezeRecord& rec) {
+                       bool through, FreezeRecord& rec) {
   size_t at = r.offset();
   uint32_t n = r.u32("the gradient output count");
   bool grads = !key.grads.empty();
@@ -556,12 +574,17 @@ void read_grad_outputs(Reader& r, const std::string& which, const DecodedKey& ke
   for (uint32_t k = 0; k < n; ++k) {
     size_t item_at = r.offset();
     uint32_t g = r.u32("a gradient output kind");
+    if (through && g == static_cast<uint32_t>(GradOutput::ThroughCall)) {
+      rec.grad_outputs.push_back(g);
+      continue;
+    }
     if (g >= static_cast<uint32_t>(GradOutput::InputNode) + key.grads.size() ||
         (g >= static_cast<uint32_t>(GradOutput::InputNode) &&
          key.grads[g - static_cast<uint32_t>(GradOutput::InputNode)].state == GradState::SameNode))
       r.fail_at(item_at, which + ": output array " + std::to_string(k) + " has gradient kind " +
                              std::to_string(g) +
-                             " (0 detached, 1 and 2 new leaves, 3 + j item j's node)");
+                             " (0 detached, 1 and 2 new leaves, 3 + j item j's node" +
+                             (through ? ", 4294967295 through the call's backward)" : ")"));
     rec.grad_outputs.push_back(g);
   }
   at = r.offset() + 4;
@@ -578,36 +601,41 @@ void read_grad_outputs(Reader& r, const std::string& which, const DecodedKey& ke
                         " (0 cleared, 1 a gradient, 2 unchanged; items sharing a node: 2)");
 }
 
-}  // namespace
-
-FreezeSection decode_freeze_section(std::span<const std::byte> bytes,
-                                    std::span<const size_t> n_outputs, const std::string& where) {
-  Reader r(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), where, 0);
+/// A section (a record's backward: `parent` its layout) whose recording indices are among the
+/// file's n_outputs.size(), each marked in `used` (no two records may use one).
+FreezeSection decode_section(Reader& r, std::span<const size_t> n_outputs, const std::string& where,
+                             std::vector<bool>& used, std::optional<uint32_t> parent) {
   FreezeSection s;
+  size_t layout_at = r.offset();
   s.layout = r.u32("the layout version");
   if (s.layout < kFreezeLayoutOldest || s.layout > kFreezeLayout)
-    r.fail_at(0, "layout version " + std::to_string(s.layout) + " (this reader knows " +
-                     std::to_string(kFreezeLayoutOldest) + " to " + std::to_string(kFreezeLayout) +
-                     ")");
+    r.fail_at(layout_at, "layout version " + std::to_string(s.layout) + " (this reader knows " +
+                             std::to_string(kFreezeLayoutOldest) + " to " +
+                             std::to_string(kFreezeLayout) + ")");
+  if (parent && s.layout != *parent)
+    r.fail_at(layout_at, "a backward's section has layout " + std::to_string(s.layout) +
+                             ", its function's " + std::to_string(*parent));
   size_t counts_at = r.offset();
   uint32_t n_held = r.u32("the recording count");
   uint32_t n_opaque = r.u32("the opaque set count");
   s.version = r.str("the version string");
   s.name = r.str("the function's name");
-  if (n_held != n_outputs.size())
+  // Before layout 4 the function's records are all the file holds; since, a backward's hold
+  // some of them.
+  if (s.layout < 4 ? n_held != n_outputs.size() : n_held > n_outputs.size())
     r.fail_at(counts_at, "it lists " + std::to_string(n_held) + " recordings, the file holds " +
                              std::to_string(n_outputs.size()));
 
-  std::vector<bool> used(n_held, false);
   for (uint32_t k = 0; k < n_held; ++k) {
     FreezeRecord rec;
     size_t at = r.offset();
     rec.recording = r.u32("a recording index");
-    if (rec.recording >= n_held || used[rec.recording])
+    if (rec.recording >= n_outputs.size() || used[rec.recording])
       r.fail_at(at, "recording index " + std::to_string(rec.recording) +
                         " is out of range or used twice");
     used[rec.recording] = true;
-    std::string which = "recording " + std::to_string(rec.recording);
+    std::string which =
+        (parent ? "backward recording " : "recording ") + std::to_string(rec.recording);
     rec.shape_bytes = r.u32("the shape length");
     size_t key_at = r.offset() + 4;
     rec.key = r.blob("a key");
@@ -683,12 +711,28 @@ FreezeSection decode_freeze_section(std::span<const std::byte> bytes,
         rec.leaf_paths.push_back(r.str("a leaf path"));
     }
     if (s.layout >= 3)
-      read_grad_outputs(r, which, key, n_regular, rec);
+      read_grad_outputs(r, which, key, n_regular, s.layout >= 4 && !parent, rec);
     if (size_t n = n_regular + count_grad_outputs(rec.grad_outputs, rec.grad_ends);
         n != n_outputs[rec.recording])
       r.fail_at(out_at, which + ": the result shape and gradients hold " + std::to_string(n) +
                             " array(s), the recording has " +
                             std::to_string(n_outputs[rec.recording]) + " output(s)");
+    if (s.layout >= 4) {
+      size_t backward_at = r.offset();
+      if (r.flag("the backward flag")) {
+        bool through = std::count(rec.grad_outputs.begin(), rec.grad_outputs.end(),
+                                  static_cast<uint32_t>(GradOutput::ThroughCall)) > 0;
+        if (parent || !through)
+          r.fail_at(backward_at, which + " holds a backward, but " +
+                                     (parent ? "it is a backward itself"
+                                             : "no output of it passes gradients through"));
+        size_t inner_at = r.offset() + 4;
+        std::vector<uint8_t> bytes = r.blob("a backward's section");
+        Reader inner(bytes.data(), bytes.size(), where, inner_at);
+        rec.backward = std::make_shared<const FreezeSection>(
+            decode_section(inner, n_outputs, where, used, s.layout));
+      }
+    }
     s.records.push_back(std::move(rec));
   }
 
@@ -716,6 +760,20 @@ FreezeSection decode_freeze_section(std::span<const std::byte> bytes,
   if (r.left())
     r.fail(s.layout >= 2 ? "bytes follow the last struct name"
                          : "bytes follow the last opaque set");
+  return s;
+}
+
+}  // namespace
+
+FreezeSection decode_freeze_section(std::span<const std::byte> bytes,
+                                    std::span<const size_t> n_outputs, const std::string& where) {
+  Reader r(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), where, 0);
+  std::vector<bool> used(n_outputs.size(), false);
+  FreezeSection s = decode_section(r, n_outputs, where, used, std::nullopt);
+  if (auto k = std::find(used.begin(), used.end(), false); k != used.end())
+    r.fail_at(4, "recording " + std::to_string(k - used.begin()) +
+                     " of the file is held by no record (neither the function's nor a "
+                     "backward's)");
   return s;
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -14,9 +15,9 @@
 
 namespace ff::format {
 
-/// The layout this build writes. Layouts 1 (until the literal size classes) and 2 (until
-/// gradients crossed the boundary) are still read.
-inline constexpr uint32_t kFreezeLayout = 3;
+/// The layout this build writes. Layouts 1 (until the literal size classes), 2 (until
+/// gradients crossed the boundary) and 3 (until files held a call's backward) are still read.
+inline constexpr uint32_t kFreezeLayout = 4;
 inline constexpr uint32_t kFreezeLayoutOldest = 1;
 
 /// Before each argument of a key's shape part.
@@ -158,6 +159,9 @@ enum class GradOutput : uint32_t {
   NewLeafGradient = 2,  // a new leaf whose gradient is the next extra output
   // InputNode + j: the node of grad item j of the key (the array passed in, or a copy of it)
   InputNode = 3,
+  // Layout 4: a node whose backward is the call's frozen backward (its gradient flows back to
+  // the grad items); that backward's recordings are the record's FreezeRecord::backward.
+  ThroughCall = 0xFFFFFFFFu,
 };
 
 /// What a frozen call left in the gradient of each grad item's node (layout 3). Persisted.
@@ -176,6 +180,8 @@ struct FreezeLeafInfo {
   uint64_t size = 0;           // element count
 };
 
+struct FreezeSection;
+
 /// One recording the function held.
 struct FreezeRecord {
   uint32_t recording = 0;    // its index among the file's recordings
@@ -193,6 +199,10 @@ struct FreezeRecord {
   // the result shape's arrays, then the extra ones these name, in this order.
   std::vector<uint32_t> grad_outputs;
   std::vector<uint8_t> grad_ends;
+  // Layout 4, a record with ThroughCall outputs: the recordings its frozen backward held (a
+  // section of their own, of this layout, whose indices are among the file's recordings and
+  // whose records have no backward); null where it held none.
+  std::shared_ptr<const FreezeSection> backward;
 };
 
 /// The extra outputs (gradients) that a record's grad_outputs and grad_ends name.
@@ -212,6 +222,8 @@ struct OpaqueSet {
 };
 
 struct FreezeSection {
+  // Every recording of the file is held by one record: one of `records`, or (layout 4) one of
+  // a record's backward.
   uint32_t layout = kFreezeLayout;
   std::string version;  // FreezeOptions::version
   std::string name;     // the function's name when it was saved
@@ -224,7 +236,8 @@ struct FreezeSection {
 std::vector<std::byte> encode_freeze_section(const FreezeSection& s);
 
 /// Decodes and validates the section of a file whose recordings have `n_outputs[k]` outputs
-/// each: counts and lengths, flags, element types, the recording indices (each used once),
+/// each: counts and lengths, flags, element types, the recording indices (each used by one
+/// record, a backward's included),
 /// each key (its shape, its tracer part: one entry per leaf, matching the leaf infos), each
 /// result shape (as many arrays as the recording's outputs, one node per written argument
 /// and the result) and the written flags (one per argument). Throws ff::FormatError

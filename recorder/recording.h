@@ -221,6 +221,9 @@ struct RecordingData {
   /// order ("" for an unnamed one). Launches of one kernel under other names join them
   /// ("a | b"). Only recorder-dump and messages read them.
   std::vector<RegionNames> region_names;
+  /// Since format 1.10: what the writer of its file called it (f.save labels a frozen call's
+  /// backward); empty: nothing. Only recorder-dump and messages read it.
+  std::string label;
 
   /// Kernel `k`'s region names, or nullptr when it has none.
   const RegionNames* region_names_of(size_t k) const {

@@ -287,6 +287,55 @@ TEST_CASE("format: region names (1.8) round-trip and must fit their kernels",
   REQUIRE_THROWS_WITH(ff::format::parse(b, no_sums), Contains("an empty name"));
 }
 
+TEST_CASE("format: a recording's label (1.10) round-trips and is checked", "[format][negative]") {
+  ffr::fresh();
+  ff::Recording r = ff_samples::sample_recordings().front().second;
+  ff::rec::RecordingData d = data_of(r);
+  CHECK(d.label.empty());
+  ff::format::WriteOptions labelled;
+  labelled.labels = {"f (backward)"};
+  Bytes good = ff::format::write(d, labelled);
+  ff::format::ParsedFile f = ff::format::parse(good);
+  CHECK(f.recordings[0]->label == "f (backward)");
+  CHECK(ff::format::write(*f.recordings[0]) == good);  // its own label, written again
+  d.label = "own";
+  CHECK(ff::format::parse(ff::format::write(d)).recordings[0]->label == "own");
+  CHECK(ff::format::parse(ff::format::write(d, labelled)).recordings[0]->label == "f (backward)");
+  // Unlabelled, a file has no label section (a 1.9 reader sees the same sections as before).
+  d.label.clear();
+  for (const auto& sec : ff::format::parse(ff::format::write(d)).sections)
+    CHECK(sec.entry.type != static_cast<uint32_t>(ff::format::SectionType::Label));
+
+  const ff::format::SectionEntry* label = nullptr;
+  for (const auto& sec : f.sections)
+    if (sec.entry.type == static_cast<uint32_t>(ff::format::SectionType::Label))
+      label = &sec.entry;
+  REQUIRE(label != nullptr);
+  CHECK(label->n_items == 1);
+  CHECK((label->flags & ff::format::kSectionOptional) != 0);
+  ff::format::ParseOptions no_sums;
+  no_sums.verify_checksums = false;
+  Bytes b = good;
+  ff::format::LabelItem item;
+  std::memcpy(&item, good.data() + label->offset, sizeof item);
+  item.name_bytes = 0;
+  std::memcpy(b.data() + label->offset, &item, sizeof item);
+  REQUIRE_THROWS_WITH(ff::format::parse(b, no_sums), Contains("'label'") && Contains("is empty"));
+  item.name_bytes = 1u << 30;
+  std::memcpy(b.data() + label->offset, &item, sizeof item);
+  REQUIRE_THROWS_WITH(ff::format::parse(b, no_sums), Contains("'label'") && Contains("label"));
+  // Two labels for one recording (each naming the backend's first letter in `strings`).
+  ff::format::WriteOptions two;
+  ff::format::LabelItem first{0, 1};
+  std::vector<std::byte> items(2 * sizeof first);
+  std::memcpy(items.data(), &first, sizeof first);
+  std::memcpy(items.data() + sizeof first, &first, sizeof first);
+  two.extra.push_back({static_cast<uint32_t>(ff::format::SectionType::Label),
+                       ff::format::kSectionOptional, 0, sizeof first, items});
+  REQUIRE_THROWS_WITH(ff::format::parse(ff::format::write(d, two)),
+                      Contains("holds 2 labels, a recording has one at most"));
+}
+
 TEST_CASE("format: damage is named by section, item and byte offset", "[format][negative]") {
   ffr::fresh();
   ff::Recording r = ff_samples::sample_recordings()[3].second;  // compress: guards, kernels
@@ -391,18 +440,19 @@ TEST_CASE("format: a session capture saves and loads, and replaying it is refuse
   REQUIRE_THROWS_WITH(c.replay({}), Contains("capture") && Contains("not replayed"));
 }
 
-TEST_CASE("format: the golden files of formats 1.0 to 1.9 load and replay", "[format]") {
+TEST_CASE("format: the golden files of formats 1.0 to 1.10 load and replay", "[format]") {
   // tests/data/recording-1.N.ffr: the "gather" sample, written by scripts/make-golden.sh with
   // format 1.N. Every later release of major version 1 must load them.
   ffr::fresh();
   std::string version = GENERATE(as<std::string>(), "1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6",
-                                 "1.7", "1.8", "1.9");
+                                 "1.7", "1.8", "1.9", "1.10");
   INFO("recording-" << version << ".ffr");
   ff::Recording g =
       ff::Recording::load(std::string(FF_TEST_DATA_DIR) + "/recording-" + version + ".ffr");
   CHECK(g.n_inputs() == 2);
   CHECK(g.n_outputs() == 3);
-  CHECK(g.is_optimized() == (version >= "1.2"));  // 1.2 added the optimiser's passes
+  // 1.2 added the optimiser's passes.
+  CHECK(g.is_optimized() == (std::stoi(version.substr(2)) >= 2));
   ff::Float x = ff::Float::from({1.f, 4.f, 9.f, 16.f});
   ff::UInt32 i = ff::UInt32::from({0u, 1u, 2u, 3u});
   auto outs = g.replay({x, i});

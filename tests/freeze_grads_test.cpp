@@ -260,11 +260,76 @@ TEST_CASE("freeze grads: backward through a frozen call's results reaches its ar
     same_grads(w0f, w0t);  // d/dw 4 w^2 = 8 w
   }
   CHECK(h.n_replays() == 2);
+}
 
-  // Files do not hold the backward yet: saving such a recording is refused by name.
-  fft::TempFile file("through.ffr");
-  REQUIRE_THROWS_AS(frozen.save(file.str()), ff::FreezeError);
-  REQUIRE_THROWS_WITH(frozen.save(file.str()), Contains("carries gradients back"));
+namespace {
+
+/// Calls ffg::through_step frozen and traced at size n on equal parameters, runs ff::backward
+/// through both results and written arguments and checks that the gradients agree. Returns
+/// how often the frozen call and its backward ran the body (each run is a trace).
+template <class Fn>
+int through_and_back(Fn& frozen, size_t n) {
+  INFO("n = " << n);
+  Float x = floats(n, 0.5, -1.0);
+  Float wf = floats(n, 0.25, 0.5), wt = floats(n, 0.25, 0.5);
+  ff::enable_grad(wf);
+  ff::enable_grad(wt);
+  Float yf = floats(n, 0.125, 0.0), yt = floats(n, 0.125, 0.0);
+  int before = ffg::through_runs;
+  Float rf = frozen(wf, yf, x);
+  ff::backward(ff::sum(rf * rf) + ff::sum(yf));
+  int runs = ffg::through_runs - before;
+  Float rt = ffg::through_step(wt, yt, x);
+  ff::backward(ff::sum(rt * rt) + ff::sum(yt));
+  CHECK(rf.to_vector() == rt.to_vector());
+  CHECK(yf.to_vector() == yt.to_vector());
+  same_grads(wf, wt);
+  return runs;
+}
+
+}  // namespace
+
+TEST_CASE("freeze grads: a frozen call's backward is saved with it and replays after a load") {
+  fft::TempFile file("through_backward.ffr"), bare("through_bare.ffr");
+  {
+    auto frozen = ff::freeze(ffg::through_step, ff::FreezeOptions{.name = "through"});
+    CHECK(through_and_back(frozen, 5) == 1);  // records the call (its results are traced)
+    // Replays it, and records its backward once per output (the result and y).
+    CHECK(through_and_back(frozen, 5) == 2);
+    CHECK(through_and_back(frozen, 5) == 0);  // replays both
+    frozen.save(file.str());
+    // Saved before any backward ran through a replay: the file holds none.
+    auto fresh = ff::freeze(ffg::through_step, ff::FreezeOptions{.name = "through"});
+    CHECK(through_and_back(fresh, 5) == 1);
+    fresh.save(bare.str());
+  }
+  // Loaded elsewhere: the call and its backward replay, at the saved size and at others.
+  auto loaded = ff::freeze(ffg::through_step, ff::FreezeOptions{.name = "through"});
+  loaded.load(file.str());
+  for (size_t n : {size_t{5}, size_t{9}, size_t{2}, size_t{5}}) {
+    INFO("n = " << n);
+    CHECK(through_and_back(loaded, n) == 0);
+  }
+  CHECK(loaded.n_recordings() == 0);
+  CHECK(loaded.n_replays() == 4);
+  // Sizes 1 and 0 are other kinds of call (whatever the file holds): recorded here, then
+  // replayed with their backward.
+  for (size_t n : {size_t{1}, size_t{0}}) {
+    through_and_back(loaded, n);
+    CHECK(through_and_back(loaded, n) == 0);
+  }
+  // Saved again, the loaded backward goes with it.
+  fft::TempFile again("through_again.ffr");
+  loaded.save(again.str());
+  auto reloaded = ff::freeze(ffg::through_step, ff::FreezeOptions{.name = "through"});
+  reloaded.load(again.str());
+  CHECK(through_and_back(reloaded, 7) == 0);
+  // A file without the backward: the call replays, its backward records (once per output),
+  // then replays.
+  auto partial = ff::freeze(ffg::through_step, ff::FreezeOptions{.name = "through"});
+  partial.load(bare.str());
+  CHECK(through_and_back(partial, 5) == 2);
+  CHECK(through_and_back(partial, 6) == 0);
 }
 
 TEST_CASE("freeze grads: one array passed twice, and parameters in a struct") {
@@ -410,6 +475,18 @@ TEST_CASE("freeze grads: the golden file of freeze layout 3 replays") {
     CHECK(step(wl, ol, x, y).to_vector() == ffg::fit_step(wt, ot, x, y).to_vector());
     CHECK(wl.to_vector() == wt.to_vector());
   }
+  CHECK(step.n_recordings() == 0);
+}
+
+TEST_CASE("freeze grads: the golden file of freeze layout 4 replays a call and its backward") {
+  // tests/data/frozen-backward-layout-4.ffr: tests/tools/make_recordings.cpp's
+  // frozen_backward.ffr (ffg::through_step recorded at n = 5 with its frozen backward), kept
+  // as it was written: later builds must keep reading it.
+  std::string path = std::string(FF_TEST_DATA_DIR) + "/frozen-backward-layout-4.ffr";
+  auto step = ff::freeze(ffg::through_step, ff::FreezeOptions{.name = "through_step"});
+  step.load(path);
+  for (size_t n : {size_t{11}, size_t{5}, size_t{3}})
+    CHECK(through_and_back(step, n) == 0);
   CHECK(step.n_recordings() == 0);
 }
 

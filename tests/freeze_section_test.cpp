@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -199,6 +200,115 @@ TEST_CASE("freeze section: a key with grad-enabled leaves and what the outputs d
                       Contains("the key's flags are 3"));
 }
 
+namespace {
+
+/// sample() with args[0].pos grad-enabled, both outputs of args[0] passing gradients through
+/// the call, and its backward holding one recording (sample()'s record as recording 1).
+fmt::FreezeSection with_backward() {
+  fmt::FreezeSection s = sample();
+  fmt::FreezeRecord& r = s.records[0];
+  r.key.resize(r.shape_bytes);
+  Bytes t = Bytes().u8(2).u32(1).u32(0).u8(0).add(leaves());
+  r.key.insert(r.key.end(), t.b.begin(), t.b.end());
+  constexpr auto kThrough = static_cast<uint32_t>(fmt::GradOutput::ThroughCall);
+  r.grad_outputs = {0, kThrough, kThrough};
+  r.grad_ends = {2};
+  auto backward = std::make_shared<fmt::FreezeSection>();
+  backward->name = "f (backward)";
+  backward->records.push_back(sample().records[0]);
+  backward->records[0].recording = 1;
+  backward->opaque.push_back({0x99, {1}});
+  r.backward = backward;
+  return s;
+}
+
+const std::vector<size_t> kTwoOutputs = {3, 3};
+
+}  // namespace
+
+TEST_CASE("freeze section: a record's backward round-trips, and each rule of it is checked",
+          "[format][freeze]") {
+  fmt::FreezeSection saved = with_backward();
+  std::vector<std::byte> bytes = fmt::encode_freeze_section(saved);
+  fmt::FreezeSection d = fmt::decode_freeze_section(bytes, kTwoOutputs, "file.ffr");
+  REQUIRE(d.records.size() == 1);
+  CHECK(d.records[0].grad_outputs == saved.records[0].grad_outputs);
+  REQUIRE(d.records[0].backward);
+  const fmt::FreezeSection& back = *d.records[0].backward;
+  CHECK(back.layout == fmt::kFreezeLayout);
+  CHECK(back.name == "f (backward)");
+  REQUIRE(back.records.size() == 1);
+  CHECK(back.records[0].recording == 1);
+  CHECK(back.records[0].key == saved.records[0].backward->records[0].key);
+  CHECK_FALSE(back.records[0].backward);
+  REQUIRE(back.opaque.size() == 1);
+  CHECK(back.opaque[0].shape_hash == 0x99);
+  CHECK(fmt::encode_freeze_section(d) == bytes);
+  // A record whose outputs pass gradients through the call may have no backward (none ran).
+  saved.records[0].backward.reset();
+  CHECK(decode_error(saved, {3}) == "(decoded)");
+
+  struct Case {
+    const char* what;
+    std::function<void(fmt::FreezeSection&)> change;
+    std::vector<size_t> outputs = kTwoOutputs;
+  };
+
+  auto inner = [](fmt::FreezeSection& s) -> fmt::FreezeSection& {
+    auto copy = std::make_shared<fmt::FreezeSection>(*s.records[0].backward);
+    s.records[0].backward = copy;
+    return *copy;
+  };
+  std::vector<Case> cases = {
+      {"backward recording 1 holds a backward, but it is a backward itself",
+       [&](auto& s) {
+         fmt::FreezeSection& b = inner(s);
+         b.records[0] = with_backward().records[0];
+         b.records[0].recording = 1;
+         b.records[0].grad_outputs = {0, 3, 0};
+       },
+       {3, 3, 3}},
+      {"backward recording 1: output array 1 has gradient kind 4294967295",
+       [&](auto& s) {
+         fmt::FreezeSection& b = inner(s);
+         b.records[0] = with_backward().records[0];
+         b.records[0].recording = 1;
+         b.records[0].backward.reset();
+       }},
+      {"recording 0 holds a backward, but no output of it passes gradients through",
+       [](auto& s) {
+         s.records[0].grad_outputs = {0, 3, 0};
+       }},
+      {"recording 0: output array 1 has gradient kind 4294967295",
+       [](auto& s) {
+         s.records[0].backward.reset();
+         s.layout = 3;
+       },
+       {3}},
+      {"recording index 0 is out of range or used twice",
+       [&](auto& s) { inner(s).records[0].recording = 0; }},
+      {"recording index 2 is out of range or used twice",
+       [&](auto& s) { inner(s).records[0].recording = 2; }},
+      {"a backward's section has layout 3, its function's 4",
+       [&](auto& s) { inner(s).layout = 3; }},
+      {"recording 2 of the file is held by no record", [](auto&) {}, {3, 3, 3}},
+      {"backward recording 1: 2 leaf infos, its key has 3 leaves",
+       [&](auto& s) { inner(s).records[0].infos.pop_back(); }},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    fmt::FreezeSection t = with_backward();
+    c.change(t);
+    std::string e = decode_error(t, c.outputs);
+    CHECK_THAT(e, Contains("file.ffr: freeze data, byte ") && Contains(c.what));
+  }
+  // Every proper prefix is incomplete, the backward's included.
+  for (size_t at = 0; at < bytes.size(); ++at) {
+    std::span<const std::byte> cut(bytes.data(), at);
+    REQUIRE_THROWS_AS(fmt::decode_freeze_section(cut, kTwoOutputs, "file.ffr"), ff::FormatError);
+  }
+}
+
 TEST_CASE("freeze section: every kind of node decodes, nested", "[format][freeze]") {
   Bytes s;
   s.u8(0xA0).u8(4).u64(2).u8(1).u8(kF32).u8(1).u8(kF32);              // vector(2) of arrays
@@ -265,9 +375,10 @@ TEST_CASE("freeze section: each broken rule is named with the file and the byte"
     r.key.insert(r.key.end(), t.begin(), t.end());
   };
   std::vector<Case> cases = {
-      {"layout version 4", [](auto& s) { s.layout = 4; }},
+      {"layout version 5", [](auto& s) { s.layout = 5; }},
       {"2 leaf paths for 3 leaves", [](auto& s) { s.records[0].leaf_paths.pop_back(); }},
-      {"it lists 1 recordings, the file holds 2", [](auto&) {}, {3, 1}},
+      {"byte 4: recording 1 of the file is held by no record", [](auto&) {}, {3, 1}},
+      {"it lists 1 recordings, the file holds 2", [](auto& s) { s.layout = 3; }, {3, 1}},
       {"recording index 1 is out of range", [](auto& s) { s.records[0].recording = 1; }},
       {"is longer than the key", [](auto& s) { s.records[0].shape_bytes = 1000; }},
       // args[0] starts at byte 35: header (12), "v1" (6), "f" (5), index and shape length (8),

@@ -176,7 +176,7 @@ TEST_CASE("tools: the text view shows a saved frozen function's freeze section",
   std::string t = ff::dump::text(f, {});
   CHECK_THAT(t, !Contains("skipped"));
   CHECK_THAT(t, Contains("frozen function 'dumped'") && Contains("version 'v7'") &&
-                    Contains("freeze layout 3") && Contains("2 recording(s) held"));
+                    Contains("freeze layout 4") && Contains("2 recording(s) held"));
   // Structs by the names and leaves by the paths the saving function knew (freeze layout 2).
   std::string st = "struct Body";
   CHECK_THAT(t, Contains("held recording 0: 6 argument(s), 6 array leaf(s)"));
@@ -206,7 +206,7 @@ TEST_CASE("tools: both views show what a frozen call does with gradients", "[too
   // outside the call: w's gradient comes out of the recording, the step leaves a new leaf.
   ff::format::ParsedFile f = parsed("frozen_grads.ffr");
   std::string t = ff::dump::text(f, {});
-  CHECK_THAT(t, Contains("frozen function 'fit_step'") && Contains("freeze layout 3"));
+  CHECK_THAT(t, Contains("frozen function 'fit_step'") && Contains("freeze layout 4"));
   CHECK_THAT(t, Contains("grad-enabled leaf 0 args[0]: brings no gradient yet; after the call "
                          "its gradient is a new gradient (an extra output)"));
   CHECK_THAT(t, Contains("output array 0 comes out detached"));                 // the loss
@@ -223,6 +223,40 @@ TEST_CASE("tools: both views show what a frozen call does with gradients", "[too
   CHECK_THAT(ff::dump::text(parsed("frozen.ffr"), {}), !Contains("grad-enabled"));
 }
 
+TEST_CASE("tools: both views show a frozen call's backward and its labelled recordings",
+          "[tools]") {
+  // frozen_backward.ffr (tests/tools/make_recordings.cpp): through_step's recording, then its
+  // backward's two (one per output), labelled with the backward's name.
+  ff::format::ParsedFile f = parsed("frozen_backward.ffr");
+  REQUIRE(f.recordings.size() == 3);
+  CHECK(f.recordings[0]->label.empty());
+  CHECK(f.recordings[1]->label == "through_step (backward)");
+  CHECK(f.recordings[2]->label == "through_step (backward)");
+  std::string t = ff::dump::text(f, {});
+  CHECK_THAT(t, Contains("recording 1: backend 'llvm', label 'through_step (backward)'"));
+  CHECK_THAT(t, Contains("output array 0 comes out a node whose gradient flows back to the "
+                         "grad-enabled leaves through the call's frozen backward"));
+  CHECK_THAT(t, Contains("its backward, frozen function 'through_step (backward)': 2 "
+                         "recording(s) held"));
+  CHECK_THAT(t, Contains("      held recording 1: ") && Contains("      held recording 2: "));
+  // --recording 2 shows the record that holds it, and in its backward only recording 2.
+  ff::dump::Options two;
+  two.recording = 2;
+  std::string t2 = ff::dump::text(f, two);
+  CHECK_THAT(t2, Contains("held recording 0") && Contains("held recording 2") &&
+                     !Contains("held recording 1"));
+  nlohmann::json j = nlohmann::json::parse(ff::dump::json(f, {}).dump());
+  CHECK(j["recordings"][0]["label"].is_null());
+  CHECK(j["recordings"][1]["label"] == "through_step (backward)");
+  const auto& h = j["freeze"]["held"][0];
+  CHECK(h["grad_outputs"][0]["kind"] == 0xFFFFFFFFu);
+  REQUIRE(h["backward"].is_object());
+  CHECK(h["backward"]["name"] == "through_step (backward)");
+  REQUIRE(h["backward"]["held"].size() == 2);
+  CHECK(h["backward"]["held"][0]["recording"] == 1);
+  CHECK(h["backward"]["held"][0]["backward"].is_null());
+}
+
 TEST_CASE("tools: the JSON view shows a saved frozen function's freeze section", "[tools]") {
   nlohmann::json j = nlohmann::json::parse(ff::dump::json(parsed("frozen.ffr"), {}).dump());
   CHECK(j["file"]["sections"].back()["name"] == "freeze");
@@ -230,7 +264,7 @@ TEST_CASE("tools: the JSON view shows a saved frozen function's freeze section",
   REQUIRE(fz.is_object());
   CHECK(fz["name"] == "dumped");
   CHECK(fz["version"] == "v7");
-  CHECK(fz["layout"] == 3);
+  CHECK(fz["layout"] == 4);
   REQUIRE(fz["held"].size() == 2);
   const auto& h = fz["held"][0];
   CHECK(h["recording"] == 0);

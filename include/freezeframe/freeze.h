@@ -426,6 +426,17 @@ class PathVisitor {
 /// what the caller holds (another array, another container size or scalar value).
 using WrittenArgs = std::vector<uint8_t>;
 
+class FreezeCore;
+struct LoadedBackward;  // frontend/freeze_cache.h
+
+/// The frozen function that computes the backward of one recording's calls from one type of
+/// call site (CallSite::make_backward makes it on first use), and its core, which f.save
+/// writes and which takes what f.load read for it.
+struct BackwardCache {
+  std::shared_ptr<void> frozen;
+  std::shared_ptr<FreezeCore> core;
+};
+
 /// One call of a frozen function, seen by the non-template core: the template implements it
 /// over the callable, the caller's arguments and the result.
 class CallSite {
@@ -470,7 +481,7 @@ class CallSite {
   /// first use: one per recording and call-site types); `function` is the function's name.
   virtual std::shared_ptr<CallBackward> make_backward(const WrittenArgs& written,
                                                       std::span<const AdIndex> sources,
-                                                      std::shared_ptr<void>& cache,
+                                                      BackwardCache& cache,
                                                       const std::string& function) = 0;
 };
 
@@ -545,6 +556,9 @@ class FreezeCore {
   Recording recording(size_t i) const;
   void save(const std::string& path) const;
   void load(const std::string& path);
+  /// A frozen call's backward just made for a recording that f.load read: takes the
+  /// recordings the file held for that backward.
+  void adopt(const LoadedBackward& loaded);
 
   struct Impl;
 
@@ -908,7 +922,7 @@ class Frozen {
 
     std::shared_ptr<detail::CallBackward> make_backward(const detail::WrittenArgs& written,
                                                         std::span<const detail::AdIndex> sources,
-                                                        std::shared_ptr<void>& cache,
+                                                        detail::BackwardCache& cache,
                                                         const std::string& function) override {
       if constexpr (detail::FrozenBackwardBody<F>) {
         throw FreezeError("frozen function '" + function +
@@ -930,10 +944,13 @@ class Frozen {
           b->kinds.push_back(std::is_same_v<std::remove_cvref_t<decltype(a)>, Float> ? 0 : 1);
         });
         detail::for_each_float_array(b->entry, [](auto& a) { a.set_ad_index(0); });
-        if (!cache)
-          cache = std::make_shared<Frozen<BackwardBody>>(
+        if (!cache.frozen) {
+          auto made = std::make_shared<Frozen<BackwardBody>>(
               BackwardBody{fn_owner_, written}, FreezeOptions{.name = function + " (backward)"});
-        b->body = std::static_pointer_cast<Frozen<BackwardBody>>(cache);
+          cache.core = made->core_;
+          cache.frozen = std::move(made);
+        }
+        b->body = std::static_pointer_cast<Frozen<BackwardBody>>(cache.frozen);
         return b;
       }
     }
@@ -1083,6 +1100,9 @@ class Frozen {
     std::vector<detail::ScanVisitor> before_;
     std::optional<std::tuple<std::decay_t<A>...>> copies_;
   };
+
+  template <class G>
+  friend class Frozen;  // a call's backward is a Frozen of another callable: its core is saved
 
   std::shared_ptr<F> fn_;
   std::shared_ptr<detail::FreezeCore> core_;

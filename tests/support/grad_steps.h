@@ -5,6 +5,7 @@
 
 #include <freezeframe/freezeframe.h>
 
+#include <atomic>
 #include <vector>
 
 namespace ffg {
@@ -32,6 +33,18 @@ ff::Float64 fit_step(ff::Float64& w, Opt& opt, const ff::Float64& x, const ff::F
 /// Accumulates d/dw sum(w * w * x) = 2 w x into w's gradient; changes no array.
 inline void accumulate(const ff::Float& w, const ff::Float& x) {
   ff::backward(ff::sum(w * w * x));
+}
+
+/// Runs of through_step's body: a call that replays (the call's or its backward's recording)
+/// does not run it.
+inline std::atomic<int> through_runs{0};
+
+/// Two outputs computed from grad-enabled parameters, through which a later ff::backward
+/// passes back to them: the result and a written argument.
+inline ff::Float through_step(const ff::Float& w, ff::Float& y, const ff::Float& x) {
+  ++through_runs;
+  y = ff::sin(w) * x + y;
+  return w * w * x;
 }
 
 }  // namespace ffg

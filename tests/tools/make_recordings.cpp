@@ -3,7 +3,9 @@
 // "reuse.ffr" (allocations that take a released buffer over) and "frozen.ffr" (a frozen
 // function's f.save: a struct, literals, an alias, a scalar, a written-back argument and an
 // opaque set), "frozen_grads.ffr" (a frozen training step on grad-enabled parameters: freeze
-// layout 3's gradient part), "collective.ffr" (one collective of each kind, built by hand). The
+// layout 3's gradient part), "frozen_backward.ffr" (a frozen call through whose results
+// ff::backward ran, with its frozen backward: freeze layout 4, recording labels),
+// "collective.ffr" (one collective of each kind, built by hand). The
 // tool tests' fixture, the fuzzer's seed corpus and the golden files come from here.
 //
 //   ff_test_make_recordings DIR
@@ -46,6 +48,24 @@ void save_frozen_grads(const std::string& path) {
   ff::Adam opt(0.05);
   opt.init(w);
   step(w, opt, x, y);
+  step.save(path);
+}
+
+// ffg::through_step recorded at n = 5, then replayed twice with ff::backward through its
+// result and written argument (the loss of tests/freeze_grads_test.cpp's through_and_back):
+// its frozen backward holds one recording per output (the golden file
+// tests/data/frozen-backward-layout-4.ffr is a copy).
+void save_frozen_backward(const std::string& path) {
+  const size_t n = 5;
+  auto step = ff::freeze(ffg::through_step, ff::FreezeOptions{.name = "through_step"});
+  ff::Float x = ff::Float::from(std::vector<float>(n, 0.75f));
+  for (int call = 0; call < 3; ++call) {
+    ff::Float w = ff::Float::from(std::vector<float>(n, 0.5f));
+    ff::Float y = ff::Float::from(std::vector<float>(n, 0.125f));
+    ff::enable_grad(w);
+    ff::Float r = step(w, y, x);
+    ff::backward(ff::sum(r * r) + ff::sum(y));
+  }
   step.save(path);
 }
 
@@ -114,6 +134,7 @@ int main(int argc, char** argv) {
     reuse_recording().save((dir / "reuse.ffr").string());
     save_frozen((dir / "frozen.ffr").string());
     save_frozen_grads((dir / "frozen_grads.ffr").string());
+    save_frozen_backward((dir / "frozen_backward.ffr").string());
     ff::write_file_atomic((dir / "collective.ffr").string(),
                           ff::format::write(ff_samples::collective_recording()), false);
 
@@ -125,7 +146,7 @@ int main(int argc, char** argv) {
     ff::shutdown();
     std::printf(
         "wrote %zu recordings, multi.ffr, reuse.ffr, frozen.ffr, frozen_grads.ffr, "
-        "collective.ffr and "
+        "frozen_backward.ffr, collective.ffr and "
         "capture.ffr to %s\n",
         samples.size(), dir.c_str());
   } catch (const std::exception& e) {

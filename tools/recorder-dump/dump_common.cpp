@@ -1,5 +1,6 @@
 // Shared pieces of the dump views: memory figures and the recording selection.
 #include <algorithm>
+#include <cstdio>
 
 #include "dump.h"
 #include "dump_internal.h"
@@ -173,6 +174,41 @@ std::vector<size_t> selected(size_t n_recordings, const std::optional<size_t>& o
   for (size_t r = 0; r < n_recordings; ++r)
     all[r] = r;
   return all;
+}
+
+std::string escaped(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7f && c != '\\' && c != '"') {
+      out += c;
+    } else if (c == '\\' || c == '"') {
+      out += '\\';
+      out += c;
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", u);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+std::string printable(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7f && c != '\\') {
+      out += c;
+    } else if (c == '\\') {
+      out += "\\\\";
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", u);
+      out += buf;
+    }
+  }
+  return out;
 }
 
 }  // namespace ff::dump::detail

@@ -19,45 +19,11 @@ std::string hex64(uint64_t v) {
   return buf;
 }
 
-/// Printable ASCII as it is, every other byte as \xNN (so JSON gets valid UTF-8 too).
-std::string escaped(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    auto u = static_cast<unsigned char>(c);
-    if (u >= 0x20 && u < 0x7f && c != '\\' && c != '"') {
-      out += c;
-    } else if (c == '\\' || c == '"') {
-      out += '\\';
-      out += c;
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", u);
-      out += buf;
-    }
-  }
-  return out;
-}
+using ff::dump::detail::escaped;  // the strings' overloads, beside the bytes' below
+using ff::dump::detail::printable;
 
 std::string escaped(const std::vector<uint8_t>& b) {
   return escaped(std::string(b.begin(), b.end()));
-}
-
-/// For JSON (which quotes by itself): bytes outside printable ASCII as \xNN.
-std::string printable(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    auto u = static_cast<unsigned char>(c);
-    if (u >= 0x20 && u < 0x7f && c != '\\') {
-      out += c;
-    } else if (c == '\\') {
-      out += "\\\\";
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", u);
-      out += buf;
-    }
-  }
-  return out;
 }
 
 std::string printable(const std::vector<uint8_t>& b) {
@@ -108,6 +74,9 @@ Names names_of(const format::FreezeSection& s) {
   Names names;
   for (const format::StructName& n : s.struct_names)
     names.emplace(n.hash, n.name);
+  for (const format::FreezeRecord& rec : s.records)
+    if (rec.backward)
+      names.merge(names_of(*rec.backward));
   return names;
 }
 
@@ -311,6 +280,9 @@ std::string grad_output_text(uint32_t kind, const Held& h) {
       return "a new grad-enabled leaf";
     case static_cast<uint32_t>(format::GradOutput::NewLeafGradient):
       return "a new grad-enabled leaf with a gradient (an extra output)";
+    case static_cast<uint32_t>(format::GradOutput::ThroughCall):
+      return "a node whose gradient flows back to the grad-enabled leaves through the call's "
+             "frozen backward";
     default: {
       size_t j = kind - static_cast<uint32_t>(format::GradOutput::InputNode);
       return "the node of leaf " + std::to_string(h.key.grads[j].leaf);
@@ -329,11 +301,19 @@ const char* grad_end_text(uint8_t end) {
   }
 }
 
+/// Whether `rec` or a record of its backward is the recording `o` selects (all without one).
+bool holds_selected(const format::FreezeRecord& rec, const Options& o) {
+  if (!o.recording || rec.recording == *o.recording)
+    return true;
+  return rec.backward && std::any_of(rec.backward->records.begin(), rec.backward->records.end(),
+                                     [&](const auto& b) { return holds_selected(b, o); });
+}
+
 std::vector<const format::FreezeRecord*> selected_records(const format::FreezeSection& s,
                                                           const Options& o) {
   std::vector<const format::FreezeRecord*> out;
   for (const format::FreezeRecord& r : s.records)
-    if (!o.recording || r.recording == *o.recording)
+    if (holds_selected(r, o))
       out.push_back(&r);
   return out;
 }
@@ -355,43 +335,51 @@ std::optional<format::FreezeSection> freeze_section(const format::ParsedFile& fi
   return std::nullopt;
 }
 
-std::string freeze_text(const format::FreezeSection& s, const Options& o) {
-  Names names = names_of(s);
-  std::string t = "  frozen function '" + escaped(s.name) + "' (saved by f.save): version '" +
-                  escaped(s.version) + "', freeze layout " + std::to_string(s.layout) + ", " +
-                  std::to_string(s.records.size()) + " recording(s) held, " +
-                  std::to_string(s.opaque.size()) + " opaque set(s)\n";
+namespace {
+
+/// The held recordings of `s`, each line indented by `in` (a backward's by more).
+std::string records_text(const format::FreezeSection& s, const Names& names, const Options& o,
+                         const std::string& in) {
+  std::string t;
   for (const format::FreezeRecord* rec : selected_records(s, o)) {
     Held h = decode_held(*rec, s.layout);
-    t += "    held recording " + std::to_string(rec->recording) + ": " +
+    t += in + "held recording " + std::to_string(rec->recording) + ": " +
          std::to_string(h.key.arguments.size()) + " argument(s), " +
          std::to_string(h.key.leaves.size()) + " array leaf(s)" +
          (h.key.debug ? ", keyed with Flag::Debug on" : "") +
          (h.key.suspended ? ", called under ff::SuspendGrad" : "") +
          (rec->tolerant ? ", verify within tolerance" : ", verify exact") + "\n";
     for (size_t a = 0; a < h.key.arguments.size(); ++a)
-      t += "      args[" + std::to_string(a) + "]: " + node_text(h.key.arguments[a], names) + "\n";
+      t += in + "  args[" + std::to_string(a) + "]: " + node_text(h.key.arguments[a], names) + "\n";
     for (size_t i = 0; i < h.key.leaves.size(); ++i)
-      t += "      leaf " + std::to_string(i) + " " + h.paths[i] + " " +
+      t += in + "  leaf " + std::to_string(i) + " " + h.paths[i] + " " +
            to_string(rec->infos[i].type) + ": " + leaf_text(h, i) + "\n";
     for (size_t j = 0; j < h.key.grads.size(); ++j) {
       uint32_t leaf = h.key.grads[j].leaf;
-      t += "      grad-enabled leaf " + std::to_string(leaf) + " " + h.paths[leaf] + ": brings " +
+      t += in + "  grad-enabled leaf " + std::to_string(leaf) + " " + h.paths[leaf] + ": brings " +
            grad_item_text(h, j) + "; after the call its gradient is " +
            grad_end_text(j < rec->grad_ends.size() ? rec->grad_ends[j] : 2) + "\n";
     }
-    t += "      result: " +
-         (h.result.empty() ? std::string("none") : node_text(h.result[0], names)) + "\n";
+    t += in +
+         "  result: " + (h.result.empty() ? std::string("none") : node_text(h.result[0], names)) +
+         "\n";
     if (h.written.empty())
-      t += "      written back: none\n";
+      t += in + "  written back: none\n";
     for (const auto& [a, node] : h.written)
-      t += "      written back: args[" + std::to_string(a) + "]: " + node_text(node, names) + "\n";
+      t += in + "  written back: args[" + std::to_string(a) + "]: " + node_text(node, names) + "\n";
     for (size_t k = 0; k < rec->grad_outputs.size(); ++k)
-      t += "      output array " + std::to_string(k) + " comes out " +
+      t += in + "  output array " + std::to_string(k) + " comes out " +
            grad_output_text(rec->grad_outputs[k], h) + "\n";
+    if (rec->backward) {
+      const format::FreezeSection& b = *rec->backward;
+      t += in + "  its backward, frozen function '" + escaped(b.name) +
+           "': " + std::to_string(b.records.size()) + " recording(s) held, " +
+           std::to_string(b.opaque.size()) + " opaque set(s)\n";
+      t += records_text(b, names, o, in + "    ");
+    }
   }
   for (const format::OpaqueSet& set : s.opaque) {
-    t += "    opaque for argument shape " + hex64(set.shape_hash) + ": leaves";
+    t += in + "opaque for argument shape " + hex64(set.shape_hash) + ": leaves";
     for (size_t i = 0; i < set.ordinals.size(); ++i)
       t += (i ? ", " : " ") + std::to_string(set.ordinals[i]);
     t += "\n";
@@ -399,8 +387,20 @@ std::string freeze_text(const format::FreezeSection& s, const Options& o) {
   return t;
 }
 
-nlohmann::ordered_json freeze_json(const format::FreezeSection& s, const Options& o) {
+}  // namespace
+
+std::string freeze_text(const format::FreezeSection& s, const Options& o) {
   Names names = names_of(s);
+  return "  frozen function '" + escaped(s.name) + "' (saved by f.save): version '" +
+         escaped(s.version) + "', freeze layout " + std::to_string(s.layout) + ", " +
+         std::to_string(s.records.size()) + " recording(s) held, " +
+         std::to_string(s.opaque.size()) + " opaque set(s)\n" + records_text(s, names, o, "    ");
+}
+
+namespace {
+
+/// The held recordings of `s` and its opaque sets, a backward's within its record.
+json section_json(const format::FreezeSection& s, const Names& names, const Options& o) {
   json held = json::array();
   for (const format::FreezeRecord* rec : selected_records(s, o)) {
     Held h = decode_held(*rec, s.layout);
@@ -453,18 +453,20 @@ nlohmann::ordered_json freeze_json(const format::FreezeSection& s, const Options
       grad_outputs.push_back({{"output", k},
                               {"kind", rec->grad_outputs[k]},
                               {"text", grad_output_text(rec->grad_outputs[k], h)}});
-    held.push_back({{"recording", rec->recording},
-                    {"debug", h.key.debug},
-                    {"suspended", h.key.suspended},
-                    {"grads", std::move(grads)},
-                    {"grad_outputs", std::move(grad_outputs)},
-                    {"arguments", std::move(args)},
-                    {"leaves", std::move(leaves)},
-                    {"result", h.result.empty() ? json(nullptr)
-                                                : json{{"text", node_text(h.result[0], names)},
-                                                       {"shape", node_json(h.result[0], names)}}},
-                    {"written", std::move(written)},
-                    {"tolerant", rec->tolerant}});
+    held.push_back(
+        {{"recording", rec->recording},
+         {"debug", h.key.debug},
+         {"suspended", h.key.suspended},
+         {"grads", std::move(grads)},
+         {"grad_outputs", std::move(grad_outputs)},
+         {"arguments", std::move(args)},
+         {"leaves", std::move(leaves)},
+         {"result", h.result.empty() ? json(nullptr)
+                                     : json{{"text", node_text(h.result[0], names)},
+                                            {"shape", node_json(h.result[0], names)}}},
+         {"written", std::move(written)},
+         {"tolerant", rec->tolerant},
+         {"backward", rec->backward ? section_json(*rec->backward, names, o) : json(nullptr)}});
   }
   json opaque = json::array();
   for (const format::OpaqueSet& set : s.opaque)
@@ -474,6 +476,12 @@ nlohmann::ordered_json freeze_json(const format::FreezeSection& s, const Options
           {"layout", s.layout},
           {"held", std::move(held)},
           {"opaque", std::move(opaque)}};
+}
+
+}  // namespace
+
+nlohmann::ordered_json freeze_json(const format::FreezeSection& s, const Options& o) {
+  return section_json(s, names_of(s), o);
 }
 
 }  // namespace ff::dump::detail

@@ -31,6 +31,14 @@ std::string slot_origin(const rec::Slot& s);
 /// "guard: size(s0) == size(s1) is true (operand sizes of add) after op 3".
 std::string guard_line(const rec::RecordingData& d, const rec::Guard& g);
 
+/// Printable ASCII as it is, quotes and backslashes escaped, every other byte as \xNN: user
+/// strings (names, labels) in the text view.
+std::string escaped(const std::string& s);
+
+/// The same for JSON (which quotes by itself, and needs valid UTF-8): only backslashes and
+/// bytes outside printable ASCII escaped.
+std::string printable(const std::string& s);
+
 /// The recordings `options` selects.
 std::vector<size_t> selected(size_t n_recordings, const std::optional<size_t>& one);
 

@@ -22,6 +22,7 @@ nlohmann::ordered_json recording_json(const rec::RecordingData& d, size_t r, con
   json j;
   j["index"] = r;
   j["backend"] = d.backend;
+  j["label"] = d.label.empty() ? json(nullptr) : json(detail::printable(d.label));
   j["capture"] = d.is_capture;
   j["counts"] = {{"ops", d.ops.size()},
                  {"kernels", d.kernels.size()},

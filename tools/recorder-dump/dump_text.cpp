@@ -41,6 +41,7 @@ void recording_text(std::string& s, const rec::RecordingData& d, size_t r, const
   MemoryFigures m = memory_figures(d);
 
   s += "\nrecording " + std::to_string(r) + ": backend '" + d.backend + "'" +
+       (d.label.empty() ? "" : ", label '" + detail::escaped(d.label) + "'") +
        (d.is_capture ? ", whole-session capture (inspect only: replay is refused)" : "") + "\n";
   s += "  ops " + std::to_string(d.ops.size());
   std::string by_kind;
