@@ -27,6 +27,7 @@ enum class Kind : uint8_t {
   ScatterAdd,     // as Scatter, adding
   ScatterReduce,  // as Scatter, by Node::reduction (Prod, Min, Max); arg[0] the old target
   CallOutput,     // output Node::call_output of a replayed frozen call; operands in Node::more
+  Linear,         // a branch region's result: operand j (in Node::more) times Node::coef[j]
   Reduce,         // Node::reduction of operand 0
   Mean,
   PrefixSum,  // Node::exclusive
@@ -48,6 +49,7 @@ struct Node {
   Var index, mask;                  // gathers and scatters
   Var grad;                         // accumulated gradient (0: zeros)
   std::vector<AdIndex> more;        // operands past the three (a frozen call's inputs)
+  std::vector<Var> coef;            // Linear: per operand in `more`, its lane-wise derivative
   std::shared_ptr<CallBackward> call;
   uint32_t call_output = 0;
 };
@@ -84,6 +86,9 @@ class Graph {
 
   size_t size() const { return nodes_.size(); }
 
+  /// The number the next node gets. Lock held.
+  AdIndex next_index() const { return next_; }
+
   /// The frozen-call backwards of nodes freed so far, to drop without the lock. Lock held.
   std::vector<std::shared_ptr<CallBackward>> take_retired() { return std::move(retired_); }
 
@@ -96,5 +101,10 @@ class Graph {
 
 /// Thread-local ff::SuspendGrad depth.
 bool suspended() noexcept;
+
+/// While a part of a branch region is differentiated on this thread (regions.cpp), and no
+/// region opened inside it: the first node number of the part, from which nodes may be made
+/// inside the region; 0 otherwise.
+AdIndex region_floor() noexcept;
 
 }  // namespace ff::detail::ad

@@ -15,15 +15,18 @@ using ad::Node;
 using ad::Var;
 
 /// Whether to make no node: inside ff::SuspendGrad. Inside a symbolic region a node would
-/// name values that exist only in the region's kernel: refused until regions have rules.
-bool skip() {
+/// name values that exist only in the region's kernel: refused, but in a branch part being
+/// differentiated (regions.cpp), whose nodes stay inside it (`part_ok`; add() checks that
+/// their operands are the part's own).
+bool skip(bool part_ok = true) {
   if (ad::suspended())
     return true;
-  if (var_in_region())
+  if (var_in_region() && !(part_ok && ad::region_floor()))
     throw Error(
-        "an array with gradients enabled is used inside ff::while_loop, ff::if_stmt or "
-        "ff::switch_, which do not differentiate yet (pass ff::detach(x) into the region, or "
-        "use ff::select for a branch)");
+        "an array with gradients enabled is used inside a symbolic region: ff::while_loop "
+        "does not differentiate yet, and a branch of ff::if_stmt or ff::switch_ differentiates "
+        "only the arrays passed as its arguments, scatters with gradients aside (pass "
+        "ff::detach(x), or pass the array to the branch as an argument)");
   return false;
 }
 
@@ -36,6 +39,14 @@ Node node(Kind kind, Handle result) {
 }
 
 AdIndex add(Node n) {
+  if (AdIndex floor = ad::region_floor(); floor && var_in_region())
+    ad::for_each_source(n, [&](AdIndex s) {
+      if (s < floor)
+        throw Error(
+            "an array with gradients enabled is used inside a branch of ff::if_stmt or "
+            "ff::switch_ without being one of its arguments (a branch differentiates only its "
+            "arguments: pass the array as one)");
+    });
   Graph& g = Graph::get();
   std::lock_guard lock(g.lock());
   return g.add(std::move(n));
@@ -135,7 +146,7 @@ void ad_check_scatter(bool reduce, ReduceOp op) {
     throw Error(std::string("scatter_reduce(") + to_string(op) +
                 "): an operand has gradients enabled, and this reduction has no gradient rule "
                 "(pass ff::detach(x))");
-  skip();  // the region check, before the scatter changes the target
+  skip(false);  // the region check, before the scatter changes the target
 }
 
 AdIndex ad_scatter(AdIndex target, Handle tv, AdIndex value, Handle vv, Handle index, Handle mask,

@@ -110,6 +110,33 @@ void call_backward(const Node& n, const Var& grad, std::unique_lock<std::mutex>&
   }
 }
 
+/// A branch region's result: its gradient times each operand's lane-wise derivative.
+void linear_backward(const Node& n, const Var& grad, std::map<AdIndex, Incoming>& pending) {
+  Graph& g = Graph::get();
+  for (size_t j = 0; j < n.more.size(); ++j) {
+    const Node& operand = g.at(n.more[j]);
+    Var c = grad * n.coef[j];
+    if (operand.type != n.type)
+      c = ad::cast(operand.type, c);
+    pending[n.more[j]].add(std::move(c), operand);
+  }
+}
+
+/// ... and its tangent: the operands' tangents times their derivatives.
+Var linear_forward(const Node& n, const std::map<AdIndex, Var>& tangent) {
+  Var t;
+  for (size_t j = 0; j < n.more.size(); ++j) {
+    auto from = tangent.find(n.more[j]);
+    if (from == tangent.end())
+      continue;
+    Var c = from->second;
+    if (c.type() != n.type)
+      c = ad::cast(n.type, c);
+    accumulate(t, c * n.coef[j]);
+  }
+  return t;
+}
+
 }  // namespace
 
 void ad_backward(AdIndex y, Handle yv, Handle seed) {
@@ -143,6 +170,10 @@ void ad_backward(AdIndex y, Handle yv, Handle seed) {
       call_backward(n, grad, lock, pending);
       continue;
     }
+    if (n.kind == ad::Kind::Linear) {
+      linear_backward(n, grad, pending);
+      continue;
+    }
     for (int k = 0; k < 3; ++k) {
       AdIndex src = n.source[static_cast<size_t>(k)];
       if (!src)
@@ -174,6 +205,8 @@ void ad_forward(AdIndex x) {
       continue;
     }
     Var t;
+    if (n.kind == ad::Kind::Linear)
+      t = linear_forward(n, tangent);
     for (int k = 0; k < 3; ++k) {
       AdIndex src = n.source[static_cast<size_t>(k)];
       auto from = src ? tangent.find(src) : tangent.end();

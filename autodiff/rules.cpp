@@ -271,6 +271,7 @@ Var reverse(const Node& n, int k, const Var& g, const Node& src, ReversePass& pa
     case Kind::PrefixSum:  // a suffix sum: the prefix sum of the reversed gradient, reversed
       return flip(Var::steal(var_prefix_sum(flip(g).get(), n.exclusive)));
     case Kind::CallOutput:  // propagate.cpp runs the call's backward
+    case Kind::Linear:      // propagate.cpp passes it to each of Node::more
       return {};
   }
   return {};
@@ -320,6 +321,7 @@ Var forward(const Node& n, int k, const Var& t) {
     case Kind::PrefixSum:
       return Var::steal(var_prefix_sum(t.get(), n.exclusive));
     case Kind::CallOutput:  // refused by propagate.cpp
+    case Kind::Linear:      // propagate.cpp adds up Node::more's
       return {};
   }
   return {};

@@ -453,6 +453,10 @@ bool var_in_region() {
   return !state().open_regions.empty();
 }
 
+size_t var_region_depth() {
+  return state().open_regions.size();
+}
+
 void warn_iteration_limit(const std::string& label, uint64_t lanes, uint64_t limit) {
   logging::tracer().warn(
       "{}: {} lane(s) were still active after max_iterations = {} iterations; they left the "

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -75,8 +76,9 @@ class FlowVisitor {
     if (mode_ == Mode::Collect) {
       if (a.ad_index()) [[unlikely]]
         throw Error(path_ +
-                    " has gradients enabled: ff::while_loop, ff::if_stmt and ff::switch_ do not "
-                    "differentiate yet (pass ff::detach(x), or use ff::select for a branch)");
+                    " has gradients enabled: a loop's state may not have them yet, nor a "
+                    "branch's result that the branch did not compute from its arguments (pass "
+                    "ff::detach(x), or pass the array to the branch as an argument)");
       handles.push_back(a.id());
       paths.push_back(path_);
     } else {
@@ -318,24 +320,35 @@ class BranchParts {
  public:
   BranchParts(Handle region, const char* label) : region_(region), label_(label) {}
 
-  /// Ends the next part with the arrays of `r`.
-  void add(R r) {
+  /// Ends the next part with the arrays of `r`, then `extra` (borrowed: a differentiated
+  /// branch's derivatives, as many for every part).
+  void add(R r, std::span<const Handle> extra = {}) {
     FlowVisitor v = collect(r, "result");
     if (first_)
       check_same_shape(*first_, r, first_shape_, v.scan, "result", label_,
                        "the parts return values that differ in more than their arrays");
+    v.handles.insert(v.handles.end(), extra.begin(), extra.end());
     var_branch_part(region_.get(), v.handles);
     if (!first_) {
       first_shape_ = std::move(v.scan);
       first_.emplace(std::move(r));
+      n_extra_ = extra.size();
     }
   }
 
-  /// Closes the region (every part added) and returns its results.
-  R finish() {
-    std::vector<Handle> results(first_shape_.leaves.size(), 0);
+  /// Closes the region (every part added) and returns its results; the extra ones (a
+  /// reference each) into `extra`.
+  R finish(std::vector<Handle>* extra = nullptr) {
+    size_t n = first_shape_.leaves.size();
+    std::vector<Handle> results(n + n_extra_, 0);
     var_branch_end(region_.get(), results.data());
     region_.closed();
+    if (extra)
+      extra->assign(results.begin() + static_cast<ptrdiff_t>(n), results.end());
+    else
+      for (size_t i = n; i < results.size(); ++i)
+        dec_ref(results[i]);
+    results.resize(n);
     replace_arrays(*first_, results);
     return std::move(*first_);
   }
@@ -345,6 +358,182 @@ class BranchParts {
   const char* label_;
   std::optional<R> first_;
   ScanVisitor first_shape_;
+  size_t n_extra_ = 0;
+};
+
+/// Handles held for a while (a reference each), dropped at the end.
+struct HeldHandles {
+  std::vector<Handle> h;
+
+  HeldHandles() = default;
+  HeldHandles(const HeldHandles&) = delete;
+  HeldHandles& operator=(const HeldHandles&) = delete;
+
+  ~HeldHandles() {
+    for (Handle x : h)
+      dec_ref(x);
+  }
+};
+
+/// Differentiates a branch or call whose arguments have gradients enabled (autodiff/regions.cpp,
+/// docs/autodiff.md): each part runs on new leaves in place of the grad-enabled arguments, and
+/// forward mode inside it gives the lane-wise derivative of each Float/Float64 array of its
+/// result by each of them (the part must be elementwise in them: checked); those go out of the
+/// region with the results, and each result array gets a node that passes gradients back to
+/// the arguments (and tangents forward) through them.
+template <class... A>
+class BranchGrads {
+ public:
+  /// `args` (borrowed) are the branch's arguments, as the parts take them.
+  BranchGrads(const std::tuple<const A&...>& args, const char* label) : args_(args), label_(label) {
+    each_array(args_, [&](auto& a) {
+      grad_.push_back(a.ad_index() != 0);
+      if (a.ad_index())
+        sources_.push_back(a.ad_index());
+    });
+  }
+
+  /// Whether the region is differentiated: an argument has gradients enabled, outside
+  /// ff::SuspendGrad.
+  bool active() const { return !sources_.empty() && !ad_suspended(); }
+
+  /// Parts of a region that is not: under ff::SuspendGrad, a result passed through from an
+  /// argument comes out detached.
+  template <class R>
+  R plain(R r) const {
+    if (!sources_.empty())
+      for_each_float_array(r, [](auto& a) { a.set_ad_index(0); });
+    return r;
+  }
+
+  /// Traces every part (`fns`, in order) and closes the region.
+  template <class R, class... Fn>
+  R run(BranchParts<R>& parts, Fn&... fns) {
+    refuse_uncopyable();
+    (part(parts, fns), ...);
+    return close(parts);
+  }
+
+  /// The same with the parts in a range (switch_'s targets).
+  template <class R, class Targets>
+  R run_each(BranchParts<R>& parts, const Targets& targets) {
+    refuse_uncopyable();
+    for (const auto& target : targets)
+      part(parts, target);
+    return close(parts);
+  }
+
+ private:
+  template <class R>
+  R close(BranchParts<R>& parts) {
+    HeldHandles derivatives;
+    R result = parts.finish(&derivatives.h);
+    size_t k = 0, n = sources_.size();
+    for_each_float_array(result, [&](auto& a) {
+      a.set_ad_index(ad_linear(a.id(), sources_.data(), derivatives.h.data() + k * n, n));
+      ++k;
+    });
+    return result;
+  }
+
+  /// Calls f on each Float/Float64 array of the arguments that traverse() walks (others, such as
+  /// a struct that is no FF_STRUCT, are passed to the parts as they are: a grad-enabled array
+  /// inside one is refused as one the branch captured).
+  template <class Tuple, class F>
+  static void each_array(Tuple& args, F&& f) {
+    [&]<size_t... I>(std::index_sequence<I...>) {
+      (
+          [&] {
+            if constexpr (walkable<std::tuple_element_t<I, std::tuple<A...>>>())
+              for_each_float_array(std::get<I>(args), f);
+          }(),
+          ...);
+    }
+    (std::index_sequence_for<A...>());
+  }
+
+  using Copies = std::tuple<std::decay_t<A>...>;
+
+  // The parts run on copies of the arguments (with new leaves in them).
+  void refuse_uncopyable() const {
+    if constexpr (!std::is_copy_constructible_v<Copies>)
+      throw Error(std::string(label_) +
+                  ": an argument has gradients enabled, and the branch is differentiated on "
+                  "copies of its arguments, which these types do not allow (pass copyable "
+                  "arguments, or ff::detach(x))");
+  }
+
+  /// Restores this thread's floor (the enclosing differentiated part's, or none).
+  struct FloorScope {
+    RegionFloor old;
+
+    explicit FloorScope(RegionFloor f) : old(ad_region_floor(f)) {}
+
+    ~FloorScope() { ad_region_floor(old); }
+  };
+
+  template <class R, class Fn>
+  void part(BranchParts<R>& parts, Fn& fn) {
+    HeldHandles derivatives;
+    std::optional<R> r;
+    {
+      AdIndex first = ad_next_index();
+      FloorScope floor({first, var_region_depth()});
+      Copies leaves = copies();
+      std::vector<AdIndex> leaf_nodes;
+      size_t at = 0;
+      each_array(leaves, [&](auto& a) {
+        AdIndex node = grad_[at++] ? ad_new_leaf(a.id(), 0) : 0;
+        a.set_ad_index(node);
+        if (node)
+          leaf_nodes.push_back(node);
+      });
+      r.emplace(std::apply(fn, leaves));
+      std::vector<std::pair<AdIndex, Handle>> outs;  // node, value (borrowed)
+      for_each_float_array(*r, [&](auto& a) { outs.emplace_back(a.ad_index(), a.id()); });
+      for (size_t k = 0; k < outs.size(); ++k)
+        if (outs[k].first && outs[k].first < first)
+          throw Error(std::string(label_) + ": result array " + std::to_string(k) +
+                      " has gradients enabled, but the branch did not compute it from its "
+                      "arguments (it captured it: pass the array to the branch as an argument, "
+                      "or ff::detach(x))");
+      for (size_t k = 0; k < outs.size(); ++k)
+        if (std::string what = outs[k].first ? ad_lanewise(outs[k].first, first) : "";
+            !what.empty())
+          throw Error(std::string(label_) + ": result array " + std::to_string(k) +
+                      " is computed from a grad-enabled argument through " + what +
+                      ", whose derivative is not lane by lane: a branch differentiates "
+                      "elementwise work on its arguments only (pass ff::detach(x), or do that "
+                      "work outside the branch)");
+      derivatives.h.assign(outs.size() * leaf_nodes.size(), 0);
+      for (size_t j = 0; j < leaf_nodes.size(); ++j) {
+        ad_forward(leaf_nodes[j]);
+        for (size_t k = 0; k < outs.size(); ++k) {
+          Handle t = outs[k].first ? ad_grad_var(outs[k].first) : Handle{0};
+          if (!t)
+            t = var_literal(var_type(outs[k].second), 0, var_width(outs[k].second));
+          derivatives.h[k * leaf_nodes.size() + j] = t;
+        }
+        for (auto [node, value] : outs)
+          if (node)
+            ad_set_grad(node, 0);
+      }
+      for_each_float_array(*r, [](auto& a) { a.set_ad_index(0); });
+    }
+    parts.add(std::move(*r), derivatives.h);
+  }
+
+  Copies copies() const {
+    if constexpr (std::is_copy_constructible_v<Copies>)
+      return Copies(args_);
+    else
+      return refuse_uncopyable(), Copies();  // not reached: run() refused it
+  }
+
+  const std::tuple<const A&...>& args_;
+  const char* label_;
+  std::vector<uint8_t> grad_;     // per Float/Float64 array of the arguments
+  std::vector<AdIndex> sources_;  // the grad-enabled ones' nodes (held by the caller's)
 };
 
 }  // namespace detail
@@ -363,8 +552,13 @@ requires(std::invocable<T&, const A&...>&& std::invocable<F&, const A&...>&& std
   using R = std::remove_cvref_t<std::invoke_result_t<T&, const A&...>>;
   static_assert(!std::is_void_v<R>, "ff::if_stmt: the branches must return a value");
   detail::BranchParts<R> parts(detail::var_branch_begin("", mask.id(), 0), "if_stmt");
-  parts.add(std::apply(true_fn, args));
-  parts.add(std::apply(false_fn, args));
+  const std::tuple<const A&...> refs =
+      std::apply([](const auto&... a) { return std::tuple<const A&...>(a...); }, args);
+  detail::BranchGrads<A...> grads(refs, "if_stmt");
+  if (grads.active()) [[unlikely]]
+    return grads.run(parts, true_fn, false_fn);
+  parts.add(grads.plain(std::apply(true_fn, args)));
+  parts.add(grads.plain(std::apply(false_fn, args)));
   return parts.finish();
 }
 
@@ -384,8 +578,13 @@ requires(std::invocable<const typename Targets::value_type&, const A&...>) auto 
     throw Error("switch_: too many targets");
   detail::BranchParts<R> parts(
       detail::var_branch_begin("", index.id(), static_cast<uint32_t>(targets.size())), "switch_");
+  const std::tuple<const A&...> refs(args...);
+  detail::BranchGrads<A...> grads(refs, "switch_");
+  if (grads.active()) [[unlikely]] {
+    return grads.run_each(parts, targets);
+  }
   for (const auto& target : targets)
-    parts.add(target(args...));
+    parts.add(grads.plain(target(args...)));
   return parts.finish();
 }
 

@@ -235,6 +235,27 @@ struct FloatLeafVisitor : ArrayOnlyVisitor {
   }
 };
 
+/// Whether traverse() walks a T (a type it refuses, or one holding such, is not).
+template <class T>
+constexpr bool walkable() {
+  using U = std::remove_cvref_t<T>;
+  if constexpr (is_array<U>::value || std::is_arithmetic_v<U> || std::is_enum_v<U> ||
+                std::is_same_v<U, std::string>)
+    return true;
+  else if constexpr (IsVectorOfBool<U>::value)
+    return false;
+  else if constexpr (IsVector<U>::value || IsStdArray<U>::value || IsOptional<U>::value)
+    return walkable<typename U::value_type>();
+  else if constexpr (IsStringMap<U>::value)
+    return walkable<typename U::mapped_type>();
+  else if constexpr (IsTupleLike<U>::value)
+    return []<size_t... I>(std::index_sequence<I...>) {
+      return (walkable<std::tuple_element_t<I, U>>() && ...);
+    }
+  (std::make_index_sequence<std::tuple_size_v<U>>());
+  else return IsStruct<U>::value;
+}
+
 template <class T, class F>
 void for_each_float_array(T& x, F&& f) {
   FloatLeafVisitor<F> v{{}, f};

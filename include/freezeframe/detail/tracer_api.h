@@ -139,6 +139,8 @@ void var_pop_scatter_mask() noexcept;
 bool var_recording();
 /// Whether this thread is tracing the inside of a symbolic loop, branch or call.
 bool var_in_region();
+/// How many regions this thread has open (0 outside them).
+size_t var_region_depth();
 /// A variable of `t` and size 1 holding the number of elements of `a`, with provenance: a
 /// recording replays it as the replay's size (mean's divisor).
 Handle var_width_value(ScalarType t, Handle a);
