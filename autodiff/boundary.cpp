@@ -2,7 +2,6 @@
 // boundary: a grad-enabled argument's node and gradient go in as inputs of the recording, and
 // a replay puts the gradients it computed back into the caller's nodes (frontend/freeze_grads).
 #include <algorithm>
-#include <unordered_set>
 #include <vector>
 
 #include "autodiff/graph.h"
@@ -48,18 +47,9 @@ bool ad_reaches(AdIndex from, const AdIndex* targets, size_t n_targets) {
   AdIndex lowest = *std::min_element(targets, targets + n_targets);
   Graph& g = Graph::get();
   std::lock_guard lock(g.lock());
-  std::vector<AdIndex> todo{from};
-  std::unordered_set<AdIndex> seen;
-  while (!todo.empty()) {
-    AdIndex i = todo.back();
-    todo.pop_back();
-    if (i < lowest || !seen.insert(i).second)
-      continue;
-    if (std::find(targets, targets + n_targets, i) != targets + n_targets)
-      return true;
-    ad::for_each_source(g.at(i), [&](AdIndex s) { todo.push_back(s); });
-  }
-  return false;
+  return g.find_below(from, lowest, [&](AdIndex i, const ad::Node&) {
+    return std::find(targets, targets + n_targets, i) != targets + n_targets;
+  });
 }
 
 AdIndex ad_call_output(std::shared_ptr<CallBackward> call, uint32_t k, const AdIndex* sources,

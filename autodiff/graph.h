@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <unordered_set>
 #include <vector>
 
 #include "autodiff/var.h"
@@ -88,6 +89,26 @@ class Graph {
 
   /// The number the next node gets. Lock held.
   AdIndex next_index() const { return next_; }
+
+  /// Visits `from` and every node it depends on that is numbered `lowest` or above, each once,
+  /// until `visit(node)` returns true; returns whether it did. Operands have smaller numbers
+  /// than their results, so nothing below `lowest` is walked. Lock held.
+  template <class Visit>
+  bool find_below(AdIndex from, AdIndex lowest, Visit&& visit) {
+    std::vector<AdIndex> todo{from};
+    std::unordered_set<AdIndex> seen;
+    while (!todo.empty()) {
+      AdIndex i = todo.back();
+      todo.pop_back();
+      if (i < lowest || !seen.insert(i).second)
+        continue;
+      const Node& n = at(i);
+      if (visit(i, n))
+        return true;
+      for_each_source(n, [&](AdIndex s) { todo.push_back(s); });
+    }
+    return false;
+  }
 
   /// The frozen-call backwards of nodes freed so far, to drop without the lock. Lock held.
   std::vector<std::shared_ptr<CallBackward>> take_retired() { return std::move(retired_); }

@@ -4,7 +4,6 @@
 // lane-by-lane derivative (a Jacobian that is diagonal, as the part is elementwise in its
 // arguments: checked); the region returns those with its results, and each result gets a
 // Linear node through which gradients and tangents pass outside the region.
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -46,40 +45,44 @@ AdIndex ad_next_index() {
   return g.next_index();
 }
 
+namespace {
+
+/// "" for an operation whose derivative is lane by lane, else what it is.
+const char* not_lanewise(Kind kind) {
+  switch (kind) {
+    case Kind::Leaf:
+    case Kind::Elementwise:
+    case Kind::Cast:
+    case Kind::Linear:
+      return "";
+    case Kind::Gather:
+      return "a gather";
+    case Kind::Scatter:
+    case Kind::ScatterAdd:
+    case Kind::ScatterReduce:
+      return "a scatter";
+    case Kind::Reduce:
+    case Kind::Mean:
+      return "a reduction";
+    case Kind::PrefixSum:
+      return "a prefix sum";
+    case Kind::CallOutput:
+      return "a frozen call";
+  }
+  return "an operation";
+}
+
+}  // namespace
+
 std::string ad_lanewise(AdIndex out, AdIndex floor) {
   Graph& g = Graph::get();
   std::lock_guard lock(g.lock());
-  std::vector<AdIndex> todo{out}, seen;
-  while (!todo.empty()) {
-    AdIndex i = todo.back();
-    todo.pop_back();
-    if (i < floor || std::find(seen.begin(), seen.end(), i) != seen.end())
-      continue;
-    seen.push_back(i);
-    const Node& n = g.at(i);
-    switch (n.kind) {
-      case Kind::Leaf:
-      case Kind::Elementwise:
-      case Kind::Cast:
-      case Kind::Linear:
-        break;
-      case Kind::Gather:
-        return "a gather";
-      case Kind::Scatter:
-      case Kind::ScatterAdd:
-      case Kind::ScatterReduce:
-        return "a scatter";
-      case Kind::Reduce:
-      case Kind::Mean:
-        return "a reduction";
-      case Kind::PrefixSum:
-        return "a prefix sum";
-      case Kind::CallOutput:
-        return "a frozen call";
-    }
-    ad::for_each_source(n, [&](AdIndex s) { todo.push_back(s); });
-  }
-  return "";
+  const char* what = "";
+  g.find_below(out, floor, [&](AdIndex, const Node& n) {
+    what = not_lanewise(n.kind);
+    return *what != 0;
+  });
+  return what;
 }
 
 AdIndex ad_linear(Handle result, const AdIndex* sources, const Handle* coefs, size_t n) {

@@ -28,7 +28,8 @@ namespace ff::detail {
 /// a call site makes that backward (one per call-site types), which adopts them.
 struct LoadedBackward {
   std::shared_ptr<const format::FreezeSection> section;
-  std::vector<rec::ValidatedRecording> recordings;  // the file's (the section's indices)
+  // The file's recordings (the section's indices), shared by every record that has a backward.
+  std::shared_ptr<const std::vector<rec::ValidatedRecording>> recordings;
   std::string path;
 };
 

@@ -199,7 +199,7 @@ struct Loaded {
 
 /// What the section's records read from: the file's recordings and its path.
 struct Source {
-  const std::vector<rec::ValidatedRecording>& recordings;
+  const std::shared_ptr<const std::vector<rec::ValidatedRecording>>& recordings;
   const std::string& path;
 };
 
@@ -217,7 +217,7 @@ Loaded to_loaded(format::FreezeRecord& rec, const Source& from, const std::strin
     out.size_has_prov = li.size_has_prov;
   }
   auto held = std::make_shared<Held>();
-  auto state = std::make_shared<RecordingState>(from.recordings[rec.recording]);
+  auto state = std::make_shared<RecordingState>((*from.recordings)[rec.recording]);
   held->recording = Recording(std::move(state));
   held->out_shape = std::move(rec.out_shape);
   held->written.assign(rec.written.begin(), rec.written.end());
@@ -305,12 +305,14 @@ void FreezeCore::load(const std::string& path) {
   for (const auto& d : parsed.recordings)
     n_outputs.push_back(d->outputs.size());
   format::FreezeSection data = format::decode_freeze_section(section.bytes, n_outputs, path);
-  check_all_output_types(data, parsed.recordings, path);
+  auto recordings =
+      std::make_shared<const std::vector<rec::ValidatedRecording>>(std::move(parsed.recordings));
+  check_all_output_types(data, *recordings, path);
   if (data.version != m.options.version)
     throw FreezeError(m.prefix() + "load('" + path + "'): the file was saved with version '" +
                       data.version + "', this function has FreezeOptions::version '" +
                       m.options.version + "'");
-  std::vector<Loaded> loaded = loadable(data, Source{parsed.recordings, path}, m.prefix());
+  std::vector<Loaded> loaded = loadable(data, Source{recordings, path}, m.prefix());
   add_loaded(m, loaded, data, path);
   logging::format().info("{}loaded {} recording(s) from '{}' (saved by '{}')", m.prefix(),
                          loaded.size(), path, data.name);

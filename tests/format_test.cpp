@@ -46,6 +46,16 @@ ff::Recording from_data(ff::rec::ValidatedRecording d) {
   return ff::Recording(std::make_shared<ff::detail::RecordingState>(std::move(d)));
 }
 
+/// The entry of the (last) section of type `t` in `f`, or nullptr.
+const ff::format::SectionEntry* section_of(const ff::format::ParsedFile& f,
+                                           ff::format::SectionType t) {
+  const ff::format::SectionEntry* found = nullptr;
+  for (const auto& sec : f.sections)
+    if (sec.entry.type == static_cast<uint32_t>(t))
+      found = &sec.entry;
+  return found;
+}
+
 Bytes bytes_of(const ff::Recording& r) {
   return ff::format::write(data_of(r));
 }
@@ -261,10 +271,7 @@ TEST_CASE("format: region names (1.8) round-trip and must fit their kernels",
 
   // In a file: the item of the name, patched to a region or kernel that is not there.
   Bytes good = bytes_of(r);
-  const ff::format::SectionEntry* names = nullptr;
-  for (const auto& sec : f.sections)
-    if (sec.entry.type == static_cast<uint32_t>(ff::format::SectionType::RegionNames))
-      names = &sec.entry;
+  const ff::format::SectionEntry* names = section_of(f, ff::format::SectionType::RegionNames);
   REQUIRE(names != nullptr);
   CHECK(names->n_items == 1);
   CHECK((names->flags & ff::format::kSectionOptional) != 0);
@@ -303,13 +310,10 @@ TEST_CASE("format: a recording's label (1.10) round-trips and is checked", "[for
   CHECK(ff::format::parse(ff::format::write(d, labelled)).recordings[0]->label == "f (backward)");
   // Unlabelled, a file has no label section (a 1.9 reader sees the same sections as before).
   d.label.clear();
-  for (const auto& sec : ff::format::parse(ff::format::write(d)).sections)
-    CHECK(sec.entry.type != static_cast<uint32_t>(ff::format::SectionType::Label));
+  CHECK(section_of(ff::format::parse(ff::format::write(d)), ff::format::SectionType::Label) ==
+        nullptr);
 
-  const ff::format::SectionEntry* label = nullptr;
-  for (const auto& sec : f.sections)
-    if (sec.entry.type == static_cast<uint32_t>(ff::format::SectionType::Label))
-      label = &sec.entry;
+  const ff::format::SectionEntry* label = section_of(f, ff::format::SectionType::Label);
   REQUIRE(label != nullptr);
   CHECK(label->n_items == 1);
   CHECK((label->flags & ff::format::kSectionOptional) != 0);
