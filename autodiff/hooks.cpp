@@ -15,18 +15,18 @@ using ad::Node;
 using ad::Var;
 
 /// Whether to make no node: inside ff::SuspendGrad. Inside a symbolic region a node would
-/// name values that exist only in the region's kernel: refused, but in a branch part being
-/// differentiated (regions.cpp), whose nodes stay inside it (`part_ok`; add() checks that
-/// their operands are the part's own).
+/// name values that exist only in the region's kernel: refused, but in a branch part or loop
+/// body being differentiated (regions.cpp, control_flow.h), whose nodes stay inside it (`part_ok`;
+/// add() checks that their operands are the part's own).
 bool skip(bool part_ok = true) {
   if (ad::suspended())
     return true;
   if (var_in_region() && !(part_ok && ad::region_floor()))
     throw Error(
-        "an array with gradients enabled is used inside a symbolic region: ff::while_loop "
-        "does not differentiate yet, and a branch of ff::if_stmt or ff::switch_ differentiates "
-        "only the arrays passed as its arguments, scatters with gradients aside (pass "
-        "ff::detach(x), or pass the array to the branch as an argument)");
+        "an array with gradients enabled is used inside a symbolic region: a while_loop "
+        "differentiates only the arrays in its state and a branch of ff::if_stmt or ff::switch_ "
+        "only those passed as its arguments, scatters with gradients aside (pass the array in "
+        "the loop's state or as the branch's argument, or ff::detach(x))");
   return false;
 }
 
@@ -43,9 +43,10 @@ AdIndex add(Node n) {
     ad::for_each_source(n, [&](AdIndex s) {
       if (s < floor)
         throw Error(
-            "an array with gradients enabled is used inside a branch of ff::if_stmt or "
-            "ff::switch_ without being one of its arguments (a branch differentiates only its "
-            "arguments: pass the array as one)");
+            "an array with gradients enabled is used inside a while_loop's body without being "
+            "in its state, or inside a branch of ff::if_stmt or ff::switch_ without being one "
+            "of its arguments (each differentiates only those: pass the array in the state or "
+            "as an argument, or ff::detach(x))");
     });
   Graph& g = Graph::get();
   std::lock_guard lock(g.lock());

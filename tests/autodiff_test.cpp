@@ -578,30 +578,229 @@ TEST_CASE("autodiff: refusals name what was wrong") {
   CHECK(bits.to_vector().size() == 2);
 }
 
-TEST_CASE("autodiff: control flow refuses grad-enabled arrays") {
+TEST_CASE("autodiff: while_loop matches finite differences in both modes") {
+  // Lanes run 1 to 4 iterations (by position, not by value); the state holds a parameter the
+  // body reads but keeps (size n or 1: a size-1 one gets the sum over the lanes).
+  auto growth = [](const std::vector<Float64>& v) {
+    UInt32 count = ff::arange<UInt32>(v[0].size()) % 4u + 1u;
+    auto [xn, an, in] = ff::while_loop(
+        std::make_tuple(v[0], v[1], ff::zeros<UInt32>(v[0].size())),
+        [&](const Float64&, const Float64&, const UInt32& i) { return i < count; },
+        [](Float64& x, Float64& a, UInt32& i) {
+          x = x * a + ff::sin(x) * 0.5;
+          i += 1u;
+        });
+    return xn + an * 0.25;
+  };
+  check_rule("while_loop", growth, {kAny, kUnit});
+  check_rule("while_loop, a size-1 state array", growth, {kAny, kUnit}, {0, 1});
+  // Two arrays that feed each other and a size-1 constant in the state, cut by max_iterations
+  // (lanes that would run 5 iterations stop at 3).
+  auto oscillator = [](const std::vector<Float64>& v) {
+    ff::LoopOptions opt;
+    opt.max_iterations = 3;
+    opt.name = "oscillator";
+    UInt32 count = ff::arange<UInt32>(v[0].size()) % 6u;
+    auto [xn, pn, kn, in] = ff::while_loop(
+        std::make_tuple(v[0], v[1], v[2], ff::zeros<UInt32>(v[0].size())),
+        [&](const Float64&, const Float64&, const Float64&, const UInt32& i) { return i < count; },
+        [](Float64& x, Float64& p, Float64& k, UInt32& i) {
+          x = x + p * 0.1;
+          p = p - k * x * 0.1;
+          i += 1u;
+        },
+        opt);
+    return xn + pn * 0.5 + kn * xn;
+  };
+  check_rule("while_loop with max_iterations", oscillator, {kAny, kAny, kPositive}, {0, 0, 1});
+  // A condition on the differentiated value itself: each lane's count depends on its data.
+  auto until = [](const std::vector<Float64>& v) {
+    auto [xn] = ff::while_loop(
+        std::make_tuple(v[0]), [](const Float64& x) { return x < 5.0; },
+        [](Float64& x) { x = x * 1.5 + 0.1; });
+    return xn;
+  };
+  check_rule("while_loop on its own value", until, {kPositive});
+  // A branch in the body, and a loop in the body.
+  auto nested = [](const std::vector<Float64>& v) {
+    auto [xn, yn, in] = ff::while_loop(
+        std::make_tuple(v[0], v[1], ff::zeros<UInt32>(v[0].size())),
+        [](const Float64&, const Float64&, const UInt32& i) { return i < 3u; },
+        [](Float64& x, Float64& y, UInt32& i) {
+          x = ff::if_stmt(
+              std::make_tuple(x, y), x > 0.0,
+              [](const Float64& a, const Float64& b) { return a * b * 0.5; },
+              [](const Float64& a, const Float64& b) { return ff::cos(a) + b; });
+          auto [zn, xs_n, jn] = ff::while_loop(
+              std::make_tuple(y, x, ff::zeros<UInt32>(1)),
+              [&](const Float64&, const Float64&, const UInt32& j) { return j < i; },
+              [](Float64& z, Float64& xs, UInt32& j) {
+                z = z * 0.9 + xs * 0.1;
+                j += 1u;
+              });
+          y = zn;
+          i += 1u;
+        });
+    return xn * yn;
+  };
+  check_rule("while_loop with a branch and a loop inside", nested, {kAny, kAny});
+  // A loop inside a branch.
+  auto in_branch = [](const std::vector<Float64>& v) {
+    return ff::if_stmt(
+        std::make_tuple(v[0], v[1]), v[0] > 0.0,
+        [](const Float64& a, const Float64& b) {
+          auto [an, bn, in] = ff::while_loop(
+              std::make_tuple(a, b, ff::zeros<UInt32>(1)),
+              [](const Float64&, const Float64&, const UInt32& i) { return i < 2u; },
+              [](Float64& x, Float64& y, UInt32& i) {
+                x = x * y + 0.5;
+                y = ff::exp(x * 0.1);
+                i += 1u;
+              });
+          return an + bn;
+        },
+        [](const Float64& a, const Float64& b) { return a * b; });
+  };
+  check_rule("while_loop inside a branch", in_branch, {kAny, kAny});
+}
+
+TEST_CASE("autodiff: while_loop with two types, at size 0, under SuspendGrad, frozen") {
+  // f = f0 * d0 * (d0 + 1) after two iterations: df/dd0 = f0 * (2 d0 + 1), df/df0 = d0 (d0 + 1).
+  Float64 d = Float64::from({3.0, -1.0});
+  Float f = Float::from({2.f, 5.f});
+  ff::enable_grad(d);
+  ff::enable_grad(f);
+  auto loop = [](const Float64& d0, const Float& f0) {
+    return ff::while_loop(
+        std::make_tuple(d0, f0, ff::zeros<UInt32>(1)),
+        [](const Float64&, const Float&, const UInt32& i) { return i < 2u; },
+        [](Float64& dd, Float& ff_, UInt32& i) {
+          ff_ = ff_ * ff::cast<Float>(dd);
+          dd = dd + 1.0;
+          i += 1u;
+        });
+  };
+  auto [d2, f2, i2] = loop(d, f);
+  CHECK(f2.to_vector() == std::vector<float>{24.f, 0.f});
+  ff::backward(ff::sum(f2));
+  CHECK(ff::grad(d).to_vector() == std::vector<double>{14.0, -5.0});
+  CHECK(ff::grad(f).to_vector() == std::vector<float>{12.f, 0.f});
+  ff::clear_grad(d);
+  ff::forward(d);
+  CHECK(ff::grad(f2).to_vector() == std::vector<float>{14.f, -5.f});
+  CHECK(ff::grad(d2).to_vector() == std::vector<double>{1.0, 1.0});
+
+  // Size 0: nothing runs, gradients of size 0.
+  Float64 empty = Float64::from(std::vector<double>{});
+  ff::enable_grad(empty);
+  auto [e2, ef, ei] = loop(empty, Float::from(std::vector<float>{}));
+  ff::backward(ff::sum(e2));
+  CHECK(ff::grad(empty).to_vector().empty());
+
+  // Under SuspendGrad the results come out detached.
+  {
+    ff::SuspendGrad off;
+    auto [sd, sf, si] = loop(d, f);
+    CHECK_FALSE(ff::grad_enabled(sd));
+    CHECK_FALSE(ff::grad_enabled(sf));
+    CHECK(sf.to_vector() == std::vector<float>{24.f, 0.f});
+  }
+
+  // Traced, then frozen (recorded once, replayed at other sizes): equal gradients. Lane l
+  // runs l % 3 iterations of x = x * x * 0.5 + 1.
+  auto step = [](const Float& w) {
+    Float p = ff::detach(w) + 0.f;
+    ff::enable_grad(p);
+    UInt32 count = ff::arange<UInt32>(p.size()) % 3u;
+    auto [xn, in] = ff::while_loop(
+        std::make_tuple(p, ff::zeros<UInt32>(1)),
+        [&](const Float&, const UInt32& i) { return i < count; },
+        [](Float& x, UInt32& i) {
+          x = x * x * 0.5f + 1.f;
+          i += 1u;
+        });
+    ff::backward(ff::sum(xn * 2.f));
+    return ff::detach(ff::grad(p));
+  };
+  auto frozen = ff::freeze(step);
+  for (size_t n : {size_t{5}, size_t{5}, size_t{9}, size_t{1}, size_t{2}}) {
+    INFO("n = " << n);
+    std::vector<float> v(n), want(n);
+    for (size_t l = 0; l < n; ++l) {
+      v[l] = static_cast<float>(l) * 0.25f - 1.f;
+      // d/dv of 2 * x_k: x1 = v^2/2 + 1 (dx1 = v), x2 = x1^2/2 + 1 (dx2 = x1 * v).
+      float x1 = v[l] * v[l] * 0.5f + 1.f;
+      want[l] = 2.f * (l % 3 == 0 ? 1.f : l % 3 == 1 ? v[l] : x1 * v[l]);
+    }
+    Float w = Float::from(v);
+    std::vector<float> traced = step(w).to_vector(), replayed = frozen(w).to_vector();
+    for (size_t l = 0; l < n; ++l) {
+      CHECK(traced[l] == Approx(want[l]));
+      CHECK(replayed[l] == traced[l]);
+    }
+  }
+  CHECK(frozen.n_recordings() <= 2);
+  CHECK(frozen.n_replays() >= 3);
+}
+
+TEST_CASE("autodiff: what a while_loop does not differentiate is refused by name") {
   Float x = Float::from({1.f, 2.f});
   ff::enable_grad(x);
+  auto halve = [](const Float& v) { return v < 10.f; };
+  UInt32 idx = UInt32::from({1u, 0u});
+  // A body that reads other lanes of the state: the symbolic loop itself refuses it (so each
+  // lane's state depends on its own lane only, which the loop's derivative needs).
+  REQUIRE_THROWS_WITH(
+      ff::while_loop(std::make_tuple(x), halve,
+                     [&](Float& v) { v = ff::gather<Float>(v, idx) * 2.f + v; }),
+      Catch::Contains("while_loop: evaluating the value of an array computed inside"));
+  ff::LoopOptions named;
+  named.name = "sums";
   REQUIRE_THROWS_WITH(ff::while_loop(
-                          std::make_tuple(x), [](const Float& v) { return v < 10.f; },
-                          [](Float& v) { v = v * 2.f; }),
-                      Catch::Contains("state") && Catch::Contains("gradients enabled"));
+                          std::make_tuple(x), halve, [](Float& v) { v = v + ff::sum(v); }, named),
+                      Catch::Contains("while_loop 'sums': evaluating"));
+  // A grad-enabled array the body captured, with and without grad-enabled state.
+  Float captured = Float::from({5.f, 6.f});
+  ff::enable_grad(captured);
   Float plain = Float::from({1.f, 2.f});
+  REQUIRE_THROWS_WITH(
+      ff::while_loop(std::make_tuple(x), halve, [&](Float& v) { v = v * captured; }),
+      Catch::Contains("while_loop's body without being in its state"));
+  REQUIRE_THROWS_WITH(
+      ff::while_loop(std::make_tuple(plain), halve, [&](Float& v) { v = v * captured; }),
+      Catch::Contains("a while_loop differentiates only the arrays in its state"));
+  REQUIRE_THROWS_WITH(ff::while_loop(std::make_tuple(x), halve, [&](Float& v) { v = captured; }),
+                      Catch::Contains("did not compute it from the state"));
+  // A scatter with gradients in the body.
+  Float target = ff::zeros<Float>(2);
+  REQUIRE_THROWS_WITH(ff::while_loop(std::make_tuple(x), halve,
+                                     [&](Float& v) {
+                                       ff::scatter(target, v, idx);
+                                       v = v * 2.f;
+                                     }),
+                      Catch::Contains("scatters with gradients aside"));
+  // The evaluated mode runs iterations from the host: no gradients through it.
+  ff::LoopOptions evaluated;
+  evaluated.mode = ff::LoopMode::Evaluated;
   REQUIRE_THROWS_WITH(ff::while_loop(
-                          std::make_tuple(plain), [](const Float& v) { return v < 10.f; },
-                          [&](Float& v) { v = v * x; }),
-                      Catch::Contains("ff::while_loop does not differentiate yet"));
+                          std::make_tuple(x), halve, [](Float& v) { v = v * 2.f; }, evaluated),
+                      Catch::Contains("LoopMode::Evaluated does not differentiate"));
+  // The call after each refusal works; with the state detached, the evaluated mode too.
+  auto [r] = ff::while_loop(std::make_tuple(x), halve, [](Float& v) { v = v * 2.f; });
+  CHECK(r.to_vector() == std::vector<float>{16, 16});
+  ff::backward(ff::sum(r));
+  CHECK(ff::grad(x).to_vector() == std::vector<float>{16, 8});
+  auto [e] = ff::while_loop(
+      std::make_tuple(ff::detach(x)), halve, [](Float& v) { v = v * 2.f; }, evaluated);
+  CHECK(e.to_vector() == std::vector<float>{16, 16});
+  // Frozen functions carry gradients in and back out (tests/freeze_grads_test.cpp).
+  auto f = ff::freeze([](const Float& a) { return a * 2.f; });
+  CHECK(f(ff::detach(x)).to_vector() == std::vector<float>{2, 4});
+  // A branch's argument may not be captured either.
   REQUIRE_THROWS_WITH(ff::if_stmt(
                           std::make_tuple(plain), plain > 1.f,
                           [&](const Float& v) { return v + x; }, [](const Float& v) { return v; }),
                       Catch::Contains("gradients enabled"));
-  // Frozen functions carry gradients in and back out (tests/freeze_grads_test.cpp).
-  auto f = ff::freeze([](const Float& a) { return a * 2.f; });
-  CHECK(f(ff::detach(x)).to_vector() == std::vector<float>{2, 4});
-  // The loop still runs on detached values afterwards.
-  auto [r] = ff::while_loop(
-      std::make_tuple(ff::detach(x)), [](const Float& v) { return v < 10.f; },
-      [](Float& v) { v = v * 2.f; });
-  CHECK(r.to_vector() == std::vector<float>{16, 16});
 }
 
 TEST_CASE("autodiff: if_stmt and switch_ match finite differences in both modes") {
@@ -754,7 +953,7 @@ TEST_CASE("autodiff: a branch that returns an array it captured is refused by na
                           std::make_tuple(plain), plain > 1.f,
                           [&](const Float&) { return captured; }, [](const Float& a) { return a; }),
                       Catch::Contains("result has gradients enabled") &&
-                          Catch::Contains("did not compute from its arguments"));
+                          Catch::Contains("did not compute it from its state or arguments"));
   // Passed as an argument, it differentiates.
   Float r = ff::if_stmt(
       std::make_tuple(y, captured), y > 1.f, [](const Float&, const Float& c) { return c; },
@@ -762,4 +961,30 @@ TEST_CASE("autodiff: a branch that returns an array it captured is refused by na
   ff::backward(ff::sum(r));
   CHECK(ff::grad(captured).to_vector() == std::vector<float>{0.f, 1.f});
   CHECK(ff::grad(y).to_vector() == std::vector<float>{1.f, 0.f});
+}
+
+namespace {
+
+/// An argument a branch can move but not copy, nor make without a value.
+struct MoveOnly {
+  explicit MoveOnly(int v) : value(v) {}
+
+  MoveOnly(MoveOnly&&) = default;
+  MoveOnly(const MoveOnly&) = delete;
+  int value;
+};
+
+}  // namespace
+
+TEST_CASE("autodiff: a branch on an argument it cannot copy is refused only with gradients") {
+  Float y = Float::from({1.f, 2.f});
+  auto twice = [](const Float& a, const MoveOnly& m) { return a * static_cast<float>(m.value); };
+  auto same = [](const Float& a, const MoveOnly&) { return a; };
+  // Without gradients it traces as always.
+  Float r = ff::if_stmt(std::make_tuple(y, MoveOnly(3)), y > 1.f, twice, same);
+  CHECK(r.to_vector() == std::vector<float>{1.f, 6.f});
+  ff::enable_grad(y);
+  REQUIRE_THROWS_WITH(ff::if_stmt(std::make_tuple(y, MoveOnly(3)), y > 1.f, twice, same),
+                      Catch::Contains("if_stmt: an argument has gradients enabled") &&
+                          Catch::Contains("do not allow"));
 }

@@ -18,8 +18,6 @@ namespace detail {
 AdIndex ad_enable(AdIndex current, Handle v);
 /// Reverse mode from y (node 0: nothing to do) with `seed` (0: ones of y's size).
 void ad_backward(AdIndex y, Handle yv, Handle seed);
-/// Forward mode from x (a node).
-void ad_forward(AdIndex x);
 /// The gradient accumulated in node n (a new reference), zeros of v's size where none.
 Handle ad_grad(AdIndex n, Handle v);
 void ad_clear_grad(AdIndex n);

@@ -76,9 +76,9 @@ class FlowVisitor {
     if (mode_ == Mode::Collect) {
       if (a.ad_index()) [[unlikely]]
         throw Error(path_ +
-                    " has gradients enabled: a loop's state may not have them yet, nor a "
-                    "branch's result that the branch did not compute from its arguments (pass "
-                    "ff::detach(x), or pass the array to the branch as an argument)");
+                    " has gradients enabled, but the loop's body or the branch did not compute "
+                    "it from its state or arguments (it captured it: pass the array in the "
+                    "loop's state or as the branch's argument, or ff::detach(x))");
       handles.push_back(a.id());
       paths.push_back(path_);
     } else {
@@ -215,6 +215,159 @@ inline void check_state_sizes(const std::string& label, uint64_t width,
   }
 }
 
+/// Handles held for a while (a reference each), dropped at the end.
+struct HeldHandles {
+  std::vector<Handle> h;
+
+  HeldHandles() = default;
+  HeldHandles(const HeldHandles&) = delete;
+  HeldHandles& operator=(const HeldHandles&) = delete;
+
+  ~HeldHandles() {
+    for (Handle x : h)
+      dec_ref(x);
+  }
+};
+
+/// Sets this thread's gradient floor (autodiff_api.h) for a differentiated part or body, and
+/// restores the one before (the enclosing part's, or none).
+struct FloorScope {
+  RegionFloor old;
+
+  explicit FloorScope(RegionFloor f) : old(ad_region_floor(f)) {}
+
+  ~FloorScope() { ad_region_floor(old); }
+
+  FloorScope(const FloorScope&) = delete;
+  FloorScope& operator=(const FloorScope&) = delete;
+};
+
+/// Differentiates a symbolic while_loop whose state has grad-enabled Float/Float64 arrays
+/// (autodiff/regions.cpp, docs/autodiff.md). Beside its state the loop carries the lane-wise
+/// Jacobian of each Float/Float64 state array by each grad-enabled initial one; each iteration
+/// multiplies it by the body's lane-wise Jacobian, which forward mode inside the body gives
+/// (the body must be elementwise in its state: checked). Each final array gets a node that
+/// passes gradients back to the initial state, and tangents forward, through the final
+/// Jacobian. No iteration is stored, so reverse mode needs no iteration limit.
+class LoopGrads {
+ public:
+  /// Takes the nodes of the Float/Float64 arrays of `st`, the loop's copy of the state (the
+  /// caller's holds the nodes), and detaches them from it. Under ff::SuspendGrad, none.
+  template <class T>
+  LoopGrads(T& st, std::string label) : label_(std::move(label)) {
+    bool suspended = ad_suspended();
+    for_each_float_array(st, [&](auto& a) {
+      if (a.ad_index() && !suspended) {
+        rows_.push_back(types_.size());
+        sources_.push_back(a.ad_index());
+        ad_inc_ref(a.ad_index());  // held until the results' nodes hold them
+      }
+      types_.push_back(std::decay_t<decltype(a)>::kType);
+      a.set_ad_index(0);
+    });
+  }
+
+  ~LoopGrads() {
+    for (AdIndex n : sources_)
+      ad_dec_ref(n);
+  }
+
+  LoopGrads(const LoopGrads&) = delete;
+  LoopGrads& operator=(const LoopGrads&) = delete;
+
+  bool active() const { return !sources_.empty(); }
+
+  /// The Jacobian before the first iteration (a reference each), appended to the loop's
+  /// initial state.
+  std::vector<Handle> inits() const { return ad_loop_identity(types_, rows_); }
+
+  /// Before the body: takes the Jacobian's placeholders (a reference each) and puts new leaves
+  /// on the state's Float/Float64 arrays, the only nodes the body may use.
+  template <class T>
+  void enter(T& st, std::vector<Handle> carried) {
+    carried_.h = std::move(carried);
+    first_ = ad_next_index();
+    floor_.emplace(RegionFloor{first_, var_region_depth()});
+    for_each_float_array(st, [&](auto& a) {
+      a.set_ad_index(ad_new_leaf(a.id(), 0));
+      leaves_.push_back(a.ad_index());
+      placeholders_.push_back(a.id());
+    });
+  }
+
+  /// After the body: checks the new state and returns the Jacobian's new value (a reference
+  /// each), appended to the body's new state; detaches the state's arrays.
+  template <class T>
+  std::vector<Handle> leave(T& st) {
+    std::vector<std::pair<AdIndex, Handle>> outs;  // node, value (borrowed)
+    for_each_float_array(st, [&](auto& a) { outs.emplace_back(a.ad_index(), a.id()); });
+    if (outs.size() != types_.size()) {  // check_same_shape names what changed
+      for_each_float_array(st, [](auto& a) { a.set_ad_index(0); });
+      return {};
+    }
+    for (size_t i = 0; i < outs.size(); ++i) {
+      if (outs[i].first && outs[i].first < first_)
+        throw Error(label_ + ": the body's new value of Float/Float64 state array " +
+                    std::to_string(i) +
+                    " has gradients enabled, but the body did not compute it from the state "
+                    "(it captured it: pass the array in the loop's state, or ff::detach(x))");
+      // A symbolic loop refuses gathers from and reductions of its own values already; this
+      // keeps the derivative right should an operation that is not lane by lane get in.
+      if (std::string what = outs[i].first ? ad_lanewise(outs[i].first, first_) : ""; !what.empty())
+        throw Error(label_ + ": Float/Float64 state array " + std::to_string(i) +
+                    " is computed from the state through " + what +
+                    ", whose derivative is not lane by lane: a while_loop differentiates "
+                    "bodies that are elementwise in their state (pass ff::detach(x) in the "
+                    "state, or do that work outside the loop)");
+    }
+    std::vector<AdIndex> nodes;
+    for (size_t i = 0; i < outs.size(); ++i) {
+      unchanged_.push_back(outs[i].second == placeholders_[i]);
+      nodes.push_back(outs[i].first);
+    }
+    HeldHandles body;
+    body.h = ad_lanewise_jacobian(leaves_, nodes);
+    std::vector<Handle> next = ad_loop_step(types_, body.h, carried_.h);
+    for_each_float_array(st, [](auto& a) { a.set_ad_index(0); });
+    floor_.reset();
+    return next;
+  }
+
+  /// After the loop: each Float/Float64 array of the results gets a node through the final
+  /// Jacobian (`jacobian`, a reference each, taken over). One the body left unchanged is the
+  /// initial array itself (the loop hands it out), so its node is the initial one.
+  template <class T>
+  void finish(T& st, std::vector<Handle> jacobian) {
+    HeldHandles held;
+    held.h = std::move(jacobian);
+    const size_t k = sources_.size();
+    size_t i = 0, j = 0;
+    for_each_float_array(st, [&](auto& a) {
+      bool source = j < k && rows_[j] == i;
+      if (!unchanged_[i]) {
+        a.set_ad_index(ad_linear(a.id(), sources_.data(), held.h.data() + i * k, k));
+      } else if (source) {
+        ad_inc_ref(sources_[j]);
+        a.set_ad_index(sources_[j]);
+      }
+      j += source;
+      ++i;
+    });
+  }
+
+ private:
+  std::string label_;
+  std::vector<ScalarType> types_;  // per Float/Float64 array of the state
+  std::vector<size_t> rows_;       // the grad-enabled ones' positions among them
+  std::vector<AdIndex> sources_;   // and nodes (a reference each)
+  HeldHandles carried_;            // the Jacobian's placeholders
+  AdIndex first_ = 0;
+  std::vector<AdIndex> leaves_;
+  std::vector<Handle> placeholders_;  // the state's Float/Float64 arrays in the body (borrowed)
+  std::vector<uint8_t> unchanged_;    // which of them the body left as they were
+  std::optional<FloorScope> floor_;
+};
+
 /// A while_loop in evaluated mode (control_flow.cpp holds the non-template parts).
 template <class... S, class Cond, class Body>
 std::tuple<S...> while_loop_evaluated(const std::tuple<S...>& state, Cond& cond, Body& body,
@@ -276,29 +429,57 @@ requires(
                                                                   const LoopOptions& opt = {}) {
   using detail::FlowVisitor;
   using detail::Handle;
-  if (opt.mode == LoopMode::Evaluated)
-    return detail::while_loop_evaluated(state, cond, body, opt);
   const std::string label = detail::loop_label(opt);
   std::tuple<S...> st = state;
+  detail::LoopGrads grads(st, label);
+  if (opt.mode == LoopMode::Evaluated) {
+    if (grads.active())
+      throw Error(label +
+                  ": the state has gradients enabled, and LoopMode::Evaluated does not "
+                  "differentiate (use LoopMode::Symbolic, the default, or ff::detach(x))");
+    return detail::while_loop_evaluated(st, cond, body, opt);
+  }
   FlowVisitor before = detail::collect(st, "state");
-  std::vector<Handle> placeholders(before.handles.size(), 0);
+  const size_t n = before.handles.size();
+  detail::HeldHandles jacobian;  // grads: the Jacobian's initial value
+  std::vector<Handle> inits = before.handles;
+  if (grads.active()) {
+    jacobian.h = grads.inits();
+    inits.insert(inits.end(), jacobian.h.begin(), jacobian.h.end());
+  }
+  std::vector<Handle> placeholders(inits.size(), 0);
   uint64_t limit =
       opt.max_iterations < 0 ? ~uint64_t{0} : static_cast<uint64_t>(opt.max_iterations);
   detail::RegionScope loop(
-      detail::var_loop_begin(opt.name.c_str(), limit, before.handles, placeholders.data()));
+      detail::var_loop_begin(opt.name.c_str(), limit, inits, placeholders.data()));
   const uint64_t width = detail::var_size(loop.get());
+  detail::HeldHandles carried;  // grads: the Jacobian's placeholders
+  carried.h.assign(placeholders.begin() + static_cast<ptrdiff_t>(n), placeholders.end());
+  placeholders.resize(n);
   detail::replace_arrays(st, placeholders);
   Bool c = std::apply([&](const S&... s) { return cond(s...); }, std::as_const(st));
   detail::var_loop_cond(loop.get(), c.id());
+  if (grads.active())
+    grads.enter(st, std::exchange(carried.h, {}));
   std::apply([&](S&... s) { body(s...); }, st);
+  detail::HeldHandles next;  // grads: the Jacobian after the body
+  if (grads.active())
+    next.h = grads.leave(st);
   FlowVisitor after = detail::collect(st, "state");
   detail::check_same_shape(state, st, before.scan, after.scan, "state", label,
                            "the body changed a loop-invariant part of the state");
   detail::check_state_sizes(label, width, after.handles, after.paths);
-  std::vector<Handle> results(after.handles.size(), 0);
-  detail::var_loop_end(loop.get(), after.handles, results.data());
+  std::vector<Handle> yields = after.handles;
+  yields.insert(yields.end(), next.h.begin(), next.h.end());
+  std::vector<Handle> results(yields.size(), 0);
+  detail::var_loop_end(loop.get(), yields, results.data());
   loop.closed();
+  detail::HeldHandles final_jacobian;
+  final_jacobian.h.assign(results.begin() + static_cast<ptrdiff_t>(n), results.end());
+  results.resize(n);
   detail::replace_arrays(st, results);
+  if (grads.active())
+    grads.finish(st, std::exchange(final_jacobian.h, {}));
   // FF_DEBUG: a lane whose condition still holds for its final state stopped at the limit.
   // (A host read, so not while recording: a recording is checked when it runs traced.)
   if (opt.max_iterations >= 0 && flag(Flag::Debug) && !detail::var_recording()) {
@@ -361,20 +542,6 @@ class BranchParts {
   size_t n_extra_ = 0;
 };
 
-/// Handles held for a while (a reference each), dropped at the end.
-struct HeldHandles {
-  std::vector<Handle> h;
-
-  HeldHandles() = default;
-  HeldHandles(const HeldHandles&) = delete;
-  HeldHandles& operator=(const HeldHandles&) = delete;
-
-  ~HeldHandles() {
-    for (Handle x : h)
-      dec_ref(x);
-  }
-};
-
 /// Differentiates a branch or call whose arguments have gradients enabled (autodiff/regions.cpp,
 /// docs/autodiff.md): each part runs on new leaves in place of the grad-enabled arguments, and
 /// forward mode inside it gives the lane-wise derivative of each Float/Float64 array of its
@@ -409,18 +576,24 @@ class BranchGrads {
   /// Traces every part (`fns`, in order) and closes the region.
   template <class R, class... Fn>
   R run(BranchParts<R>& parts, Fn&... fns) {
-    refuse_uncopyable();
-    (part(parts, fns), ...);
-    return close(parts);
+    if constexpr (kCopyable) {
+      (part(parts, fns), ...);
+      return close(parts);
+    } else {
+      throw uncopyable();
+    }
   }
 
   /// The same with the parts in a range (switch_'s targets).
   template <class R, class Targets>
   R run_each(BranchParts<R>& parts, const Targets& targets) {
-    refuse_uncopyable();
-    for (const auto& target : targets)
-      part(parts, target);
-    return close(parts);
+    if constexpr (kCopyable) {
+      for (const auto& target : targets)
+        part(parts, target);
+      return close(parts);
+    } else {
+      throw uncopyable();
+    }
   }
 
  private:
@@ -453,24 +626,15 @@ class BranchGrads {
   }
 
   using Copies = std::tuple<std::decay_t<A>...>;
+  static constexpr bool kCopyable = std::is_copy_constructible_v<Copies>;
 
   // The parts run on copies of the arguments (with new leaves in them).
-  void refuse_uncopyable() const {
-    if constexpr (!std::is_copy_constructible_v<Copies>)
-      throw Error(std::string(label_) +
-                  ": an argument has gradients enabled, and the branch is differentiated on "
-                  "copies of its arguments, which these types do not allow (pass copyable "
-                  "arguments, or ff::detach(x))");
+  Error uncopyable() const {
+    return Error(std::string(label_) +
+                 ": an argument has gradients enabled, and the branch is differentiated on "
+                 "copies of its arguments, which these types do not allow (pass copyable "
+                 "arguments, or ff::detach(x))");
   }
-
-  /// Restores this thread's floor (the enclosing differentiated part's, or none).
-  struct FloorScope {
-    RegionFloor old;
-
-    explicit FloorScope(RegionFloor f) : old(ad_region_floor(f)) {}
-
-    ~FloorScope() { ad_region_floor(old); }
-  };
 
   template <class R, class Fn>
   void part(BranchParts<R>& parts, Fn& fn) {
@@ -491,13 +655,12 @@ class BranchGrads {
       r.emplace(std::apply(fn, leaves));
       std::vector<std::pair<AdIndex, Handle>> outs;  // node, value (borrowed)
       for_each_float_array(*r, [&](auto& a) { outs.emplace_back(a.ad_index(), a.id()); });
-      for (size_t k = 0; k < outs.size(); ++k)
+      for (size_t k = 0; k < outs.size(); ++k) {
         if (outs[k].first && outs[k].first < first)
           throw Error(std::string(label_) + ": result array " + std::to_string(k) +
                       " has gradients enabled, but the branch did not compute it from its "
                       "arguments (it captured it: pass the array to the branch as an argument, "
                       "or ff::detach(x))");
-      for (size_t k = 0; k < outs.size(); ++k)
         if (std::string what = outs[k].first ? ad_lanewise(outs[k].first, first) : "";
             !what.empty())
           throw Error(std::string(label_) + ": result array " + std::to_string(k) +
@@ -505,30 +668,22 @@ class BranchGrads {
                       ", whose derivative is not lane by lane: a branch differentiates "
                       "elementwise work on its arguments only (pass ff::detach(x), or do that "
                       "work outside the branch)");
-      derivatives.h.assign(outs.size() * leaf_nodes.size(), 0);
-      for (size_t j = 0; j < leaf_nodes.size(); ++j) {
-        ad_forward(leaf_nodes[j]);
-        for (size_t k = 0; k < outs.size(); ++k) {
-          Handle t = outs[k].first ? ad_grad_var(outs[k].first) : Handle{0};
-          if (!t)
-            t = var_literal(var_type(outs[k].second), 0, var_width(outs[k].second));
-          derivatives.h[k * leaf_nodes.size() + j] = t;
-        }
-        for (auto [node, value] : outs)
-          if (node)
-            ad_set_grad(node, 0);
       }
+      std::vector<AdIndex> nodes;
+      for (auto [node, value] : outs)
+        nodes.push_back(node);
+      derivatives.h = ad_lanewise_jacobian(leaf_nodes, nodes);
+      for (size_t i = 0; i < derivatives.h.size(); ++i)
+        if (!derivatives.h[i]) {  // every part yields as many: zeros where none reaches
+          Handle out = outs[i / leaf_nodes.size()].second;
+          derivatives.h[i] = var_literal(var_type(out), 0, var_width(out));
+        }
       for_each_float_array(*r, [](auto& a) { a.set_ad_index(0); });
     }
     parts.add(std::move(*r), derivatives.h);
   }
 
-  Copies copies() const {
-    if constexpr (std::is_copy_constructible_v<Copies>)
-      return Copies(args_);
-    else
-      return refuse_uncopyable(), Copies();  // not reached: run() refused it
-  }
+  Copies copies() const { return Copies(args_); }
 
   const std::tuple<const A&...>& args_;
   const char* label_;

@@ -46,6 +46,8 @@ namespace ff::detail {
 
 // What ff::freeze needs to carry gradients across a frozen call's boundary (autodiff/boundary.cpp).
 
+/// Forward mode from x (a node): ff::forward, and the derivatives of a differentiated region.
+void ad_forward(AdIndex x);
 /// Whether node n is a leaf: made by ff::enable_grad on an array that depended on none.
 bool ad_is_leaf(AdIndex n);
 /// The gradient accumulated in n (a new reference), 0 where none.
@@ -103,5 +105,25 @@ std::string ad_lanewise(AdIndex out, AdIndex first);
 /// lane: a size-1 source gets the sum over the lanes), and whose tangent is the sum of the
 /// sources' tangents times coefs[j]; 0 where no source has a node or inside ff::SuspendGrad.
 AdIndex ad_linear(Handle result, const AdIndex* sources, const Handle* coefs, size_t n);
+
+/// Forward mode from each of `leaves` in turn: the derivative of each of `outs` (0: no node)
+/// by it, lane by lane, at [out * leaves.size() + leaf] (a reference each; 0 where none
+/// reaches). The outs' gradients are left as they were.
+std::vector<Handle> ad_lanewise_jacobian(const std::vector<AdIndex>& leaves,
+                                         const std::vector<AdIndex>& outs);
+
+// Differentiating ff::while_loop (control_flow.h LoopGrads): the loop carries the lane-wise
+// Jacobian of its Float/Float64 state arrays (rows, of `types`) by its grad-enabled initial
+// ones (columns), row-major.
+
+/// The Jacobian before the first iteration: column j is 1 at row rows[j], else 0 (size-1
+/// literals; a reference each).
+std::vector<Handle> ad_loop_identity(const std::vector<ScalarType>& types,
+                                     const std::vector<size_t>& rows);
+/// One iteration: next[i][j] = sum over l of body[i*m + l] * carried[l][j] (cast to row i's
+/// type), where body is the body's lane-wise Jacobian (0: no dependence). A reference each.
+std::vector<Handle> ad_loop_step(const std::vector<ScalarType>& types,
+                                 const std::vector<Handle>& body,
+                                 const std::vector<Handle>& carried);
 
 }  // namespace ff::detail
