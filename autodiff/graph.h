@@ -123,9 +123,12 @@ class Graph {
 /// Thread-local ff::SuspendGrad depth.
 bool suspended() noexcept;
 
-/// While a part of a branch region is differentiated on this thread (regions.cpp), and no
-/// region opened inside it: the first node number of the part, from which nodes may be made
-/// inside the region; 0 otherwise.
+/// While a part of a branch region or a loop's body is differentiated on this thread
+/// (regions.cpp), and no region opened inside it: the first node number of the part, from
+/// which nodes may be made inside the region; 0 otherwise.
 AdIndex region_floor() noexcept;
+
+/// Refuses a node made inside such a part from an older node (an array the part captured).
+void check_floor(const Node& n);
 
 }  // namespace ff::detail::ad

@@ -39,15 +39,7 @@ Node node(Kind kind, Handle result) {
 }
 
 AdIndex add(Node n) {
-  if (AdIndex floor = ad::region_floor(); floor && var_in_region())
-    ad::for_each_source(n, [&](AdIndex s) {
-      if (s < floor)
-        throw Error(
-            "an array with gradients enabled is used inside a while_loop's body without being "
-            "in its state, or inside a branch of ff::if_stmt or ff::switch_ without being one "
-            "of its arguments (each differentiates only those: pass the array in the state or "
-            "as an argument, or ff::detach(x))");
-    });
+  ad::check_floor(n);
   Graph& g = Graph::get();
   std::lock_guard lock(g.lock());
   return g.add(std::move(n));

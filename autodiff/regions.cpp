@@ -29,6 +29,20 @@ AdIndex region_floor() noexcept {
   return t_region_floor && var_region_depth() == t_region_depth ? t_region_floor : 0;
 }
 
+void check_floor(const Node& n) {
+  AdIndex floor = region_floor();
+  if (!floor || !var_in_region())
+    return;
+  for_each_source(n, [&](AdIndex s) {
+    if (s < floor)
+      throw Error(
+          "an array with gradients enabled is used inside a while_loop's body without being "
+          "in its state, or inside a branch of ff::if_stmt or ff::switch_ without being one "
+          "of its arguments (each differentiates only those: pass the array in the state or "
+          "as an argument, or ff::detach(x))");
+  });
+}
+
 }  // namespace ad
 
 using ad::Graph;
@@ -102,6 +116,7 @@ AdIndex ad_linear(Handle result, const AdIndex* sources, const Handle* coefs, si
   }
   if (node.more.empty() || ad::suspended())
     return 0;
+  ad::check_floor(node);  // a nested region's arguments or state the part captured
   Graph& g = Graph::get();
   std::lock_guard lock(g.lock());
   return g.add(std::move(node));
@@ -137,11 +152,12 @@ std::vector<Handle> ad_lanewise_jacobian(const std::vector<AdIndex>& leaves,
   made.h.assign(outs.size() * leaves.size(), 0);
   for (size_t j = 0; j < leaves.size(); ++j) {
     ad_forward(leaves[j]);
-    for (size_t k = 0; k < outs.size(); ++k)
-      if (outs[k]) {
+    for (size_t k = 0; k < outs.size(); ++k)  // all read before any is cleared: outs may repeat
+      if (outs[k])
         made.h[k * leaves.size() + j] = ad_grad_var(outs[k]);
-        ad_set_grad(outs[k], 0);
-      }
+    for (AdIndex out : outs)
+      if (out)
+        ad_set_grad(out, 0);
   }
   return made.release();
 }

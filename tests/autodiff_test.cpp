@@ -644,6 +644,37 @@ TEST_CASE("autodiff: while_loop matches finite differences in both modes") {
     return xn * yn;
   };
   check_rule("while_loop with a branch and a loop inside", nested, {kAny, kAny});
+  // A state array the body replaces without reading it, one set to another's new value, and
+  // a size-1 grad-enabled one the body widens.
+  auto shifts = [](const std::vector<Float64>& v) {
+    auto [prev, xn, copy, s, in] = ff::while_loop(
+        std::make_tuple(v[0], v[1], v[0], v[2], ff::zeros<UInt32>(1)),
+        [](const Float64&, const Float64&, const Float64&, const Float64&, const UInt32& i) {
+          return i < 3u;
+        },
+        [](Float64& p, Float64& x, Float64& c, Float64& sc, UInt32& i) {
+          p = x;
+          x = x * x * 0.5 + ff::sin(x) * sc;
+          c = x;
+          sc = sc * 0.5 + x * 0.1;
+          i += 1u;
+        });
+    return prev + xn * 0.5 + copy * 0.25 + s;
+  };
+  check_rule("while_loop replacing and copying state arrays", shifts, {kUnit, kUnit, kUnit},
+             {0, 0, 1});
+  // A branch whose result holds one array twice.
+  auto twice = [](const std::vector<Float64>& v) {
+    auto [a, b] = ff::if_stmt(
+        std::make_tuple(v[0]), v[0] > 0.0,
+        [](const Float64& x) {
+          Float64 r = x * x;
+          return std::make_tuple(r, r);
+        },
+        [](const Float64& x) { return std::make_tuple(x, x * 3.0); });
+    return a + b * 0.5;
+  };
+  check_rule("if_stmt returning one array twice", twice, {kAny});
   // A loop inside a branch.
   auto in_branch = [](const std::vector<Float64>& v) {
     return ff::if_stmt(
@@ -779,6 +810,36 @@ TEST_CASE("autodiff: what a while_loop does not differentiate is refused by name
                                        v = v * 2.f;
                                      }),
                       Catch::Contains("scatters with gradients aside"));
+  // A captured grad-enabled array passed on to a region nested in the body: refused too.
+  REQUIRE_THROWS_WITH(ff::while_loop(std::make_tuple(x), halve,
+                                     [&](Float& v) {
+                                       v = ff::if_stmt(
+                                           std::make_tuple(v, captured), v > 1.f,
+                                           [](const Float& a, const Float& c) { return a * c; },
+                                           [](const Float& a, const Float&) { return a * 2.f; });
+                                     }),
+                      Catch::Contains("while_loop's body without being in its state"));
+  REQUIRE_THROWS_WITH(ff::if_stmt(
+                          std::make_tuple(x), x > 1.f,
+                          [&](const Float& a) {
+                            auto [r, rc] = ff::while_loop(
+                                std::make_tuple(a, captured),
+                                [](const Float& v, const Float&) { return v < 10.f; },
+                                [](Float& v, Float& c) { v = v * c; });
+                            return r;
+                          },
+                          [](const Float& a) { return a; }),
+                      Catch::Contains("without being one of its arguments"));
+  // A body that detaches a state array: that result comes out detached.
+  auto [kept, n_kept] = ff::while_loop(
+      std::make_tuple(x, ff::zeros<UInt32>(1)),
+      [](const Float&, const UInt32& i) { return i < 2u; },
+      [](Float& v, UInt32& i) {
+        v = ff::detach(v);
+        i += 1u;
+      });
+  CHECK_FALSE(ff::grad_enabled(kept));
+  CHECK(kept.to_vector() == std::vector<float>{1.f, 2.f});
   // The evaluated mode runs iterations from the host: no gradients through it.
   ff::LoopOptions evaluated;
   evaluated.mode = ff::LoopMode::Evaluated;

@@ -270,6 +270,7 @@ class LoopGrads {
   ~LoopGrads() {
     for (AdIndex n : sources_)
       ad_dec_ref(n);
+    release_leaves();
   }
 
   LoopGrads(const LoopGrads&) = delete;
@@ -291,6 +292,7 @@ class LoopGrads {
     for_each_float_array(st, [&](auto& a) {
       a.set_ad_index(ad_new_leaf(a.id(), 0));
       leaves_.push_back(a.ad_index());
+      ad_inc_ref(a.ad_index());  // held: the body may replace the array without reading it
       placeholders_.push_back(a.id());
     });
   }
@@ -322,13 +324,18 @@ class LoopGrads {
     }
     std::vector<AdIndex> nodes;
     for (size_t i = 0; i < outs.size(); ++i) {
-      unchanged_.push_back(outs[i].second == placeholders_[i]);
+      // The loop hands out an array the body left as it was (its initial one); one the body
+      // detached (ff::detach(x)) comes out detached.
+      kept_.push_back(outs[i].second != placeholders_[i] ? Kept::No
+                      : outs[i].first == leaves_[i]      ? Kept::Yes
+                                                         : Kept::Detached);
       nodes.push_back(outs[i].first);
     }
     HeldHandles body;
     body.h = ad_lanewise_jacobian(leaves_, nodes);
     std::vector<Handle> next = ad_loop_step(types_, body.h, carried_.h);
     for_each_float_array(st, [](auto& a) { a.set_ad_index(0); });
+    release_leaves();
     floor_.reset();
     return next;
   }
@@ -344,9 +351,9 @@ class LoopGrads {
     size_t i = 0, j = 0;
     for_each_float_array(st, [&](auto& a) {
       bool source = j < k && rows_[j] == i;
-      if (!unchanged_[i]) {
+      if (kept_[i] == Kept::No) {
         a.set_ad_index(ad_linear(a.id(), sources_.data(), held.h.data() + i * k, k));
-      } else if (source) {
+      } else if (kept_[i] == Kept::Yes && source) {
         ad_inc_ref(sources_[j]);
         a.set_ad_index(sources_[j]);
       }
@@ -363,8 +370,15 @@ class LoopGrads {
   HeldHandles carried_;            // the Jacobian's placeholders
   AdIndex first_ = 0;
   std::vector<AdIndex> leaves_;
+  enum class Kept : uint8_t { No, Yes, Detached };
+
+  void release_leaves() {
+    for (AdIndex n : std::exchange(leaves_, {}))
+      ad_dec_ref(n);
+  }
+
   std::vector<Handle> placeholders_;  // the state's Float/Float64 arrays in the body (borrowed)
-  std::vector<uint8_t> unchanged_;    // which of them the body left as they were
+  std::vector<Kept> kept_;            // which of them the body left as they were
   std::optional<FloorScope> floor_;
 };
 
@@ -452,11 +466,11 @@ requires(
       opt.max_iterations < 0 ? ~uint64_t{0} : static_cast<uint64_t>(opt.max_iterations);
   detail::RegionScope loop(
       detail::var_loop_begin(opt.name.c_str(), limit, inits, placeholders.data()));
-  const uint64_t width = detail::var_size(loop.get());
   detail::HeldHandles carried;  // grads: the Jacobian's placeholders
   carried.h.assign(placeholders.begin() + static_cast<ptrdiff_t>(n), placeholders.end());
   placeholders.resize(n);
   detail::replace_arrays(st, placeholders);
+  const uint64_t width = detail::var_size(loop.get());
   Bool c = std::apply([&](const S&... s) { return cond(s...); }, std::as_const(st));
   detail::var_loop_cond(loop.get(), c.id());
   if (grads.active())
