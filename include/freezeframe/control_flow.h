@@ -363,13 +363,6 @@ class LoopGrads {
   }
 
  private:
-  std::string label_;
-  std::vector<ScalarType> types_;  // per Float/Float64 array of the state
-  std::vector<size_t> rows_;       // the grad-enabled ones' positions among them
-  std::vector<AdIndex> sources_;   // and nodes (a reference each)
-  HeldHandles carried_;            // the Jacobian's placeholders
-  AdIndex first_ = 0;
-  std::vector<AdIndex> leaves_;
   enum class Kept : uint8_t { No, Yes, Detached };
 
   void release_leaves() {
@@ -377,6 +370,13 @@ class LoopGrads {
       ad_dec_ref(n);
   }
 
+  std::string label_;
+  std::vector<ScalarType> types_;  // per Float/Float64 array of the state
+  std::vector<size_t> rows_;       // the grad-enabled ones' positions among them
+  std::vector<AdIndex> sources_;   // and nodes (a reference each)
+  HeldHandles carried_;            // the Jacobian's placeholders
+  AdIndex first_ = 0;
+  std::vector<AdIndex> leaves_;       // the body's, a reference each while it is traced
   std::vector<Handle> placeholders_;  // the state's Float/Float64 arrays in the body (borrowed)
   std::vector<Kept> kept_;            // which of them the body left as they were
   std::optional<FloorScope> floor_;
