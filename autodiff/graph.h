@@ -28,7 +28,7 @@ enum class Kind : uint8_t {
   ScatterAdd,     // as Scatter, adding
   ScatterReduce,  // as Scatter, by Node::reduction (Prod, Min, Max); arg[0] the old target
   CallOutput,     // output Node::call_output of a replayed frozen call; operands in Node::more
-  Linear,         // a branch region's result: operand j (in Node::more) times Node::coef[j]
+  Linear,         // a branch's or loop's result: operand j (in Node::more) times Node::coef[j]
   Reduce,         // Node::reduction of operand 0
   Mean,
   PrefixSum,  // Node::exclusive

@@ -110,7 +110,7 @@ void call_backward(const Node& n, const Var& grad, std::unique_lock<std::mutex>&
   }
 }
 
-/// A branch region's result: its gradient times each operand's lane-wise derivative.
+/// A branch's or loop's result: its gradient times each operand's lane-wise derivative.
 void linear_backward(const Node& n, const Var& grad, std::map<AdIndex, Incoming>& pending) {
   Graph& g = Graph::get();
   for (size_t j = 0; j < n.more.size(); ++j) {

@@ -6,7 +6,6 @@
 // Linear node through which gradients and tangents pass outside the region. A while_loop
 // (ff::while_loop) does the same per iteration: its body's lane-wise Jacobian multiplies the
 // Jacobian the loop carries in its state (ad_loop_step), and its results get Linear nodes.
-#include <bit>
 #include <string>
 #include <utility>
 #include <vector>
@@ -122,77 +121,63 @@ AdIndex ad_linear(Handle result, const AdIndex* sources, const Handle* coefs, si
   return g.add(std::move(node));
 }
 
-}  // namespace ff::detail
-
-namespace ff::detail {
-
 namespace {
 
-/// Handles made so far, dropped unless handed over (an exception midway).
-struct Made {
-  std::vector<Handle> h;
-
-  ~Made() {
-    for (Handle x : h)
-      dec_ref(x);
-  }
-
-  std::vector<Handle> release() { return std::exchange(h, {}); }
-};
-
-uint64_t one_bits(ScalarType t) {
-  return t == ScalarType::Float64 ? std::bit_cast<uint64_t>(1.0) : std::bit_cast<uint32_t>(1.0f);
+/// Hands the references of `vars` to the caller.
+std::vector<Handle> release_all(std::vector<Var>& vars) {
+  std::vector<Handle> out;
+  for (Var& v : vars)
+    out.push_back(v.release());
+  return out;
 }
 
 }  // namespace
 
 std::vector<Handle> ad_lanewise_jacobian(const std::vector<AdIndex>& leaves,
                                          const std::vector<AdIndex>& outs) {
-  Made made;
-  made.h.assign(outs.size() * leaves.size(), 0);
+  std::vector<Var> d(outs.size() * leaves.size());
   for (size_t j = 0; j < leaves.size(); ++j) {
     ad_forward(leaves[j]);
     for (size_t k = 0; k < outs.size(); ++k)  // all read before any is cleared: outs may repeat
       if (outs[k])
-        made.h[k * leaves.size() + j] = ad_grad_var(outs[k]);
+        d[k * leaves.size() + j] = Var::steal(ad_grad_var(outs[k]));
     for (AdIndex out : outs)
       if (out)
         ad_set_grad(out, 0);
   }
-  return made.release();
+  return release_all(d);
 }
 
 std::vector<Handle> ad_loop_identity(const std::vector<ScalarType>& types,
                                      const std::vector<size_t>& rows) {
-  Made made;
+  std::vector<Var> id;
   for (size_t i = 0; i < types.size(); ++i)
     for (size_t row : rows)
-      made.h.push_back(var_literal(types[i], row == i ? one_bits(types[i]) : 0, 1));
-  return made.release();
+      id.push_back(ad::lit(types[i], row == i ? 1 : 0));
+  return release_all(id);
 }
 
 std::vector<Handle> ad_loop_step(const std::vector<ScalarType>& types,
                                  const std::vector<Handle>& body,
                                  const std::vector<Handle>& carried) {
   const size_t m = types.size(), k = m ? carried.size() / m : 0;
-  Made made, temp;
+  std::vector<Var> next;
   for (size_t i = 0; i < m; ++i)
     for (size_t j = 0; j < k; ++j) {
-      Handle sum = 0;
+      Var sum;
       for (size_t l = 0; l < m; ++l) {
         Handle d = body[i * m + l];
         if (!d)
           continue;
-        Handle c = carried[l * k + j];
+        Var c = Var::borrow(carried[l * k + j]);
         if (types[l] != types[i])
-          temp.h.push_back(c = var_cast(types[i], c));
-        temp.h.push_back(sum = sum ? var_ternary(Op::Fma, d, c, sum) : var_binary(Op::Mul, d, c));
+          c = ad::cast(types[i], c);
+        sum = sum ? Var::steal(var_ternary(Op::Fma, d, c.get(), sum.get()))
+                  : Var::steal(var_binary(Op::Mul, d, c.get()));
       }
-      if (sum)
-        inc_ref(sum);
-      made.h.push_back(sum ? sum : var_literal(types[i], 0, 1));
+      next.push_back(sum ? std::move(sum) : ad::lit(types[i], 0));
     }
-  return made.release();
+  return release_all(next);
 }
 
 }  // namespace ff::detail

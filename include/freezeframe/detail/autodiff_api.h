@@ -82,10 +82,11 @@ class CallBackward {
 AdIndex ad_call_output(std::shared_ptr<CallBackward> call, uint32_t k, const AdIndex* sources,
                        size_t n_sources, Handle result);
 
-// Differentiating ff::if_stmt and ff::switch_ (control_flow.h; autodiff/regions.cpp).
+// Differentiating ff::if_stmt, ff::switch_ and ff::while_loop (control_flow.h;
+// autodiff/regions.cpp).
 
-/// A branch part being differentiated: gradient nodes may be made inside `depth` open regions
-/// (the part's own region, none opened inside it) from nodes numbered `first` or above (the
+/// A branch part or loop body being differentiated: gradient nodes may be made inside `depth` open
+/// regions (the part's own region, none opened inside it) from nodes numbered `first` or above (the
 /// part's new leaves and what it computes from them); using an older node there is refused.
 /// first == 0: none (nodes inside regions refused).
 struct RegionFloor {
@@ -98,8 +99,8 @@ RegionFloor ad_region_floor(RegionFloor floor) noexcept;
 /// The number the next node will get.
 AdIndex ad_next_index();
 /// "" when every node that `out` depends on, numbered `first` or above, is elementwise (a leaf,
-/// an elementwise operation, a cast, a branch's result): its derivative is lane by lane; else
-/// what the first other one is ("a gather", "a reduction", ...).
+/// an elementwise operation, a cast, a branch's or loop's result): its derivative is lane by lane;
+/// else what the first other one is ("a gather", "a reduction", ...).
 std::string ad_lanewise(AdIndex out, AdIndex first);
 /// A node for `result` whose gradient reaches sources[j] times coefs[j] (borrowed, lane by
 /// lane: a size-1 source gets the sum over the lanes), and whose tangent is the sum of the
