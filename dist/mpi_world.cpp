@@ -262,6 +262,22 @@ void finalize() noexcept {
   }
 }
 
+Agreement agree(Outcome mine) {
+  MPI_Comm comm = comm_for("agreement");
+  bool failing = mine == Outcome::GuardFailed || mine == Outcome::Failed;
+  // MAX of each: the worst outcome, the highest failing rank + 1, and whether any records.
+  int in[3] = {static_cast<int>(mine), failing ? world().rank + 1 : 0,
+               mine == Outcome::Recording ? 1 : 0};
+  int out[3] = {0, 0, 0};
+  check(MPI_Allreduce(in, out, 3, MPI_INT, MPI_MAX, comm),
+        "the agreement between a replay's collectives");
+  Agreement a;
+  a.worst = static_cast<Outcome>(out[0]);
+  a.failed_rank = out[1] - 1;
+  a.recording = out[2] != 0;
+  return a;
+}
+
 void abort_all(const std::string& why) noexcept {
   World& w = world();
   if (!w.initialized.load(std::memory_order_acquire))

@@ -44,6 +44,32 @@ size_t exchange_count(const Collective& c);
 /// collective on an MPI error.
 void run(const Collective& c);
 
+/// How a rank's part of a replay went, for agree(): worse outcomes have larger values.
+enum class Outcome : int {
+  Ok = 0,
+  Recording = 1,    // fine, but tracing a recording: it cannot go back and retry the call
+  GuardFailed = 2,  // a recorded size guard failed: the call may be retried on another path
+  Failed = 3,       // any other error
+};
+
+/// What every rank said: the worst outcome, the highest rank that reported a failure (-1:
+/// none), and whether some rank was recording.
+struct Agreement {
+  Outcome worst = Outcome::Ok;
+  int failed_rank = -1;
+  bool recording = false;
+
+  /// Every rank may retry the call on another path: a guard failed somewhere, nothing worse,
+  /// and no rank is tracing (which cannot retry).
+  bool retry() const { return worst == Outcome::GuardFailed && !recording; }
+};
+
+/// Every rank states its outcome; returns what all of them said (one MPI_Allreduce of three
+/// ints). A recording or replay calls it before each collective after its first, so a rank
+/// that failed in between can tell the others instead of leaving them waiting. Raises
+/// ff::BackendError on an MPI error.
+Agreement agree(Outcome mine);
+
 /// Ends every rank (MPI_Abort) after logging `why` at error level: for a rank that fails where
 /// the others would wait for it forever. Returns (does nothing) where ff::dist is not running.
 void abort_all(const std::string& why) noexcept;

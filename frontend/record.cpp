@@ -1,15 +1,18 @@
 // The front end that joins the tracer and the recorder: ff::record, Recording::replay (over
 // freeze_replay.h's handle-level entry, which frozen calls use directly), ff::capture.
 #include <algorithm>
+#include <string>
 #include <utility>
 
 #include "common/log.h"
+#include "dist/mpi_world.h"
 #include "freezeframe/recording.h"
 #include "frontend/freeze_replay.h"
 #include "frontend/recording_state.h"
 #include "recorder/optimize.h"
 #include "recorder/recording_backend.h"
 #include "recorder/recording_text.h"
+#include "replay/replay_plan.h"
 #include "runtime/environment.h"
 #include "tracer/variable.h"
 
@@ -121,6 +124,17 @@ Recording detail::record_scope(const std::vector<AnyArray>& inputs,
   if (options.optimize && detail::optimizer_enabled_by_environment()) {
     data = rec::optimize(data);
     logging::record().debug("optimised: {}", data->summary());
+  }
+  // A recording whose guards can fail after its last collective: every rank agrees once more
+  // at its end, as its replays do (the outermost recording, like the recording backend's
+  // agreements before each collective after the first).
+  if (!rb.scope_open() && replay::agrees_at_end(*data)) {
+    dist_impl::Agreement a = dist_impl::agree(dist_impl::Outcome::Recording);
+    if (a.worst == dist_impl::Outcome::GuardFailed || a.worst == dist_impl::Outcome::Failed)
+      throw dist_impl::EveryRankError(
+          "ff::dist: rank " + std::to_string(a.failed_rank) +
+          " failed in its replay of this call after a collective, and this rank, which recorded "
+          "the call, cannot retry it: every rank raises");
   }
   return Recording(std::make_shared<RecordingState>(std::move(data)));
 }

@@ -45,6 +45,7 @@
 #include <unordered_map>
 
 #include "common/log.h"
+#include "dist/mpi_world.h"
 #include "freezeframe/errors.h"
 #include "recorder/size_eval.h"
 #include "recorder/slot_map.h"
@@ -59,6 +60,7 @@ struct Scope {
   SlotMap slots;
   std::unordered_map<Hash128, uint32_t> kernel_index;
   bool failed = false;
+  uint32_t collectives = 0;  // ff::dist collectives recorded (agreements come before the next)
   std::string failure;
 
   uint32_t new_slot(ScalarType type, SlotOrigin origin, uint32_t origin_index, uint64_t size) {
@@ -605,13 +607,31 @@ size_t RecordingBackend::compress(const void* mask, size_t count, void* out) {
 // The count exchange is part of the Collective op at replay (the replayer asks the backend for
 // the count again), so collective_count records nothing. Only session captures refuse
 // collectives: their replay would have no other ranks to talk to.
+//
+// Before each collective of a recording after its first, every rank agrees, as a replay of the
+// recording does (replay/replayer.cpp): a rank that records the call while the others replay it
+// makes the same exchanges in the same order. The outermost scope has seen every collective
+// the inner ones have, so any scope past its first collective means the outermost is.
 size_t RecordingBackend::collective_count(const dist_impl::Collective& c) {
-  if (active())
+  if (active()) {
+    bool agree = false;
     for_each_scope([&](Scope& s) {
       if (s.capture)
         s.fail(std::string("a session capture cannot hold ff::dist::") +
                dist_impl::to_string(c.kind));
+      else if (s.collectives > 0)
+        agree = true;
     });
+    if (agree) {
+      dist_impl::Agreement a = dist_impl::agree(dist_impl::Outcome::Recording);
+      if (a.worst == dist_impl::Outcome::GuardFailed || a.worst == dist_impl::Outcome::Failed)
+        throw dist_impl::EveryRankError(
+            "ff::dist::" + std::string(dist_impl::to_string(c.kind)) + ": rank " +
+            std::to_string(a.failed_rank) +
+            " failed in its replay of this call between two collectives, and this rank, which "
+            "is recording the call, cannot retry it: every rank raises");
+    }
+  }
   return inner().collective_count(c);
 }
 
@@ -658,6 +678,7 @@ void RecordingBackend::collective(const dist_impl::Collective& c) {
     op.value = peers.pack();
     op.elem_size = static_cast<uint32_t>(c.ranks);
     s.push(op);
+    ++s.collectives;
     s.access(op.src, false);
     s.access(op.dst, true);
     s.close_accesses();

@@ -57,7 +57,21 @@ std::vector<Extent> buffer_extents(const KernelIR& ir) {
   return e;
 }
 
+/// A guard checked before the first op: it reads the inputs' sizes only.
+bool is_early(const rec::RecordingData& d, const rec::Guard& g) {
+  return g.after_op == rec::kNone ||
+         (rec::depends_only_on_inputs(d, g.lhs) && rec::depends_only_on_inputs(d, g.rhs));
+}
+
 }  // namespace
+
+bool agrees_at_end(const rec::RecordingData& d) {
+  bool collectives = std::any_of(d.ops.begin(), d.ops.end(), [](const rec::Op& op) {
+    return op.code == rec::OpCode::Collective;
+  });
+  return collectives && std::any_of(d.guards.begin(), d.guards.end(),
+                                    [&](const rec::Guard& g) { return !is_early(d, g); });
+}
 
 ReplayPlan::ReplayPlan(std::shared_ptr<const rec::RecordingData> data, Backend& backend)
     : ReplayPlan(rec::ValidatedRecording::check(std::move(data)), backend) {}
@@ -96,14 +110,13 @@ ReplayPlan::ReplayPlan(rec::ValidatedRecording data, Backend& backend)
   std::vector<std::vector<uint32_t>> after(d.ops.size());
   for (uint32_t g = 0; g < d.guards.size(); ++g) {
     const rec::Guard& gd = d.guards[g];
-    bool early = gd.after_op == rec::kNone ||
-                 (rec::depends_only_on_inputs(d, gd.lhs) && rec::depends_only_on_inputs(d, gd.rhs));
-    if (early)
+    if (is_early(d, gd))
       guard_order.push_back(g);
     else
       after[gd.after_op].push_back(g);
   }
   n_early_guards = static_cast<uint32_t>(guard_order.size());
+  agree_at_end = agrees_at_end(d);
 
   // The op sequence, each op planned at its own index. A nested op list (a loop op's body, to
   // come) is a subrange of d.ops planned by this same loop right after its loop op, which
@@ -142,6 +155,7 @@ ReplayPlan::ReplayPlan(rec::ValidatedRecording data, Backend& backend)
     }
     if (op.code == rec::OpCode::Collective) {
       dist_ranks = op.elem_size;  // validation: the same in every collective of a recording
+      ++n_collectives;
       rec::CollectivePeers peers = rec::collective_peers(op);
       if (static_cast<rec::CollectiveKind>(op.sub) == rec::CollectiveKind::SendRecv &&
           (peers.peer_mode == rec::PeerMode::Absolute ||

@@ -62,6 +62,13 @@ struct PlannedOp {
   // and walked by the replayer while the loop's condition holds.
 };
 
+/// True when a recording with ff::dist collectives has a guard that is not checked before its
+/// first op (one on a size only known during the replay): a replay of it, and the traced run
+/// that records it, end with one more agreement of every rank (replay/replayer.h), so that such
+/// a guard failing after the last collective sends every rank to retry, not this one alone.
+/// Read from the final recording (optimised, as saved and shared) on every side.
+bool agrees_at_end(const rec::RecordingData& d);
+
 class ReplayPlan {
  public:
   /// Compiles the kernels of `data` (validated already: not again) on `backend`. Throws
@@ -102,6 +109,8 @@ class ReplayPlan {
   // Collectives (ff::dist): the rank count the recording needs (0: none), and the rank it
   // must replay on (-1: any; a sendrecv with an absolute peer sets it). Checked before any op.
   uint32_t dist_ranks = 0;
+  uint32_t n_collectives = 0;  // every rank agrees before each one after the first
+  bool agree_at_end = false;   // agrees_at_end(): and once more after the last op
   int dist_rank = -1;
   bool reads_rank = false;  // a size expression reads ff::dist's rank or rank count
 };

@@ -55,6 +55,30 @@ class Replay {
   /// one's next collective, so an error may not leave it alone (replay_with()).
   bool issued_collective() const { return issued_collective_; }
 
+  /// True while a collective is under way (its count or data exchange): an error there leaves
+  /// the other ranks inside it, which no agreement can reach.
+  bool in_collective() const { return in_collective_; }
+
+  /// True when an agreement is still ahead in this replay (before its next collective, or at
+  /// its end): the other ranks will wait there for this one (agree_failure()).
+  bool agreement_ahead() const {
+    return collectives_done_ < plan_.n_collectives || (plan_.agree_at_end && !end_agreed_);
+  }
+
+  /// True once an agreement said that another rank failed: this rank's error is already the
+  /// agreed one.
+  bool agreed() const { return agreed_; }
+
+  /// This rank failed after a collective (`guard`: a size guard): tells every rank in the
+  /// agreement they wait in next. Returns that agreement.
+  dist_impl::Agreement agree_failure(bool guard) {
+    in_collective_ = true;  // an MPI error inside leaves the others in it
+    dist_impl::Agreement a =
+        dist_impl::agree(guard ? dist_impl::Outcome::GuardFailed : dist_impl::Outcome::Failed);
+    in_collective_ = false;
+    return a;
+  }
+
   void set_check_collectives(bool on) { check_collectives_ = on; }
 
   std::vector<ReplayOutput> run(std::span<const ReplayInput> inputs) {
@@ -64,6 +88,11 @@ class Replay {
     copy_written_inputs(inputs);
     walk(plan_.sequence());
     exec_.finish();
+    if constexpr (!Exec::kProvenance)
+      if (plan_.agree_at_end) {
+        end_agreed_ = true;
+        agree_ok();
+      }
     std::vector<ReplayOutput> outs = hand_over_outputs();
     cleanup();
     return outs;
@@ -220,7 +249,13 @@ class Replay {
     c.check = check_collectives_;
     c.in = access(op.src, op.src_offset, bytes_of(n, elem, i), i);
     c.count = n;
+    // A replay into an open recording leaves the agreements to that recording (the recording
+    // backend makes them for the outermost one), so each call makes them once.
+    if constexpr (!Exec::kProvenance)
+      if (collectives_done_ > 0)
+        agree_ok();
     issued_collective_ = true;
+    in_collective_ = true;
     c.out_count = exec_.collective_count(c);
     uint64_t bytes = bytes_of(c.out_count, elem, i);
     if (bytes > s_.capacity[op.dst]) {
@@ -231,7 +266,33 @@ class Replay {
     }
     c.out = s_.ptr[op.dst];
     exec_.collective(c);
+    in_collective_ = false;
+    ++collectives_done_;
     s_.size[op.dst] = c.out_count;
+  }
+
+  /// An agreement in which this rank is fine; raises where another failed (settle()).
+  void agree_ok() {
+    in_collective_ = true;  // an MPI error inside leaves the others in it
+    dist_impl::Agreement a = dist_impl::agree(dist_impl::Outcome::Ok);
+    in_collective_ = false;
+    settle(a);
+  }
+
+  /// After an agreement in which this rank was fine: raises where another rank failed. Every
+  /// replaying rank retries the call on another path when only guards failed and no rank is
+  /// tracing; otherwise every rank raises.
+  void settle(const dist_impl::Agreement& a) {
+    if (a.worst != dist_impl::Outcome::GuardFailed && a.worst != dist_impl::Outcome::Failed)
+      return;
+    agreed_ = true;
+    std::string who = "rank " + std::to_string(a.failed_rank);
+    if (a.retry())
+      throw GuardError(who + " left this replay after a collective on a size guard that did " +
+                       "not hold; every rank tries the call's other paths");
+    throw dist_impl::EveryRankError("ff::dist: " + who +
+                                    " failed in a replay after a collective (see that rank's " +
+                                    "error), so every rank raises here instead of waiting for it");
   }
 
   void launch(size_t i, const PlannedOp& p, const rec::Op& op);
@@ -319,6 +380,10 @@ class Replay {
   Scratch& s_;
   std::vector<void*> input_copies_;
   bool issued_collective_ = false;
+  bool in_collective_ = false;
+  bool agreed_ = false;
+  bool end_agreed_ = false;
+  uint32_t collectives_done_ = 0;
   bool check_collectives_ = false;
   rec::RankPlace place_;  // this process's rank, where the recording reads it (check_ranks)
 };
@@ -508,6 +573,45 @@ void Replay<Exec>::launch(size_t i, const PlannedOp& p, const rec::Op& op) {
   }
 }
 
+/// This replay failed with `e` after issuing a collective. Where an agreement is still ahead
+/// (before the next collective, or at the end), the other ranks wait in it: this rank tells them
+/// there, and they raise (or retry) with it. Where none is, nobody waits for this rank any more
+/// and it raises alone; a guard cannot fail there (a recording whose guards can fail that late
+/// agrees at its end), and if one did it may not send this rank back to record the call alone.
+/// Inside a collective or an agreement, or inside an open recording (which makes the agreements
+/// itself), every rank ends.
+template <class Exec>
+void after_collective_failure(Replay<Exec>& r, const std::exception& e) {
+  bool guard = dynamic_cast<const GuardError*>(&e) != nullptr;
+  std::string what = e.what();
+  if (!Exec::kProvenance && !r.in_collective()) {
+    if (!r.agreement_ahead()) {
+      if (guard)
+        throw FreezeError("a size guard failed after the replay's last collective (" + what +
+                          "); the other ranks have finished this call, so this rank cannot "
+                          "retry it alone");
+      return;  // the caller rethrows e
+    }
+    dist_impl::Agreement a{};
+    try {
+      a = r.agree_failure(guard);
+    } catch (const std::exception& again) {
+      dist_impl::abort_all("a replay failed after a collective (" + what +
+                           ") and could not tell the other ranks (" + again.what() + ")");
+      throw;
+    }
+    if (guard && !a.retry())  // another rank cannot retry: every rank raises instead
+      throw dist_impl::EveryRankError(
+          "ff::dist: a replay's size guard failed after a collective (" + what +
+          ") where another rank cannot retry the call, so every rank raises");
+    return;  // the caller rethrows e: the other ranks raise or retry with it
+  }
+  const char* where = r.in_collective() ? "inside a collective or agreement"
+                                        : "after a collective, inside an open recording";
+  dist_impl::abort_all("a replay failed " + std::string(where) + " (" + what +
+                       "); the other ranks would wait for this one forever");
+}
+
 template <class Exec>
 std::vector<ReplayOutput> replay_with(const ReplayPlan& plan, Backend& backend, Exec exec,
                                       std::span<const ReplayInput> inputs, bool check_collectives) {
@@ -520,9 +624,8 @@ std::vector<ReplayOutput> replay_with(const ReplayPlan& plan, Backend& backend, 
     throw;
   } catch (const std::exception& e) {
     r.cleanup();
-    if (r.issued_collective())
-      dist_impl::abort_all("a replay failed after its first collective (" + std::string(e.what()) +
-                           "); the other ranks would wait for this one forever");
+    if (r.issued_collective() && !r.agreed())
+      after_collective_failure(r, e);
     throw;
   } catch (...) {
     r.cleanup();

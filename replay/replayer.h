@@ -5,6 +5,7 @@
 #include <span>
 #include <vector>
 
+#include "freezeframe/errors.h"
 #include "replay/replay_plan.h"
 
 namespace ff::replay {
@@ -46,6 +47,14 @@ struct ReplayOptions {
 /// ff::GuardError when a recorded size decision does not hold for these inputs, and
 /// ff::FreezeError for inputs that do not match the recorded signature or sizes that would
 /// be negative or out of bounds. Nothing leaks and no input is modified on any error.
+///
+/// With ff::dist collectives, every rank agrees before each collective after the first, and at
+/// the end where agrees_at_end(), so that an error after a collective reaches every rank: where
+/// one rank's guard failed (and no rank is tracing) every rank throws ff::GuardError (the call
+/// may try its other paths), otherwise the failing rank throws its error and the others a
+/// dist_impl::EveryRankError. Any other error after the last agreement is this rank's alone
+/// (nobody waits for it); one inside a collective ends every rank (MPI_Abort). A replay into an
+/// open recording leaves the agreements to the recording backend.
 std::vector<ReplayOutput> run(const ReplayPlan& plan, Backend& backend,
                               std::span<const ReplayInput> inputs, const ReplayOptions& options);
 

@@ -1,0 +1,251 @@
+// A replay that fails after it has issued a collective, under mpirun with 1, 2 and 3 ranks (part
+// of ff_tests_dist: every rank runs every case in the same order). Every rank agrees before each
+// collective of a recording after its first, and at its end where a guard could fail after the
+// last one, so such a failure reaches every rank: a size guard makes every rank try the call's
+// other paths, any other error raises on every rank. An error after the last agreement is the
+// failing rank's alone (nobody waits for it). A rank that records the call while the others
+// replay it makes the same agreements.
+#include <freezeframe/freezeframe.h>
+
+#include <catch2/catch.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/forwarding_backend.h"
+#include "backend/llvm/llvm_backend.h"
+#include "frontend/recording_state.h"
+#include "replay/replay_plan.h"
+#include "replay/replayer.h"
+
+namespace {
+
+int ranks() {
+  return ff::dist::size();
+}
+
+int me() {
+  return ff::dist::rank();
+}
+
+int next_rank(int r) {
+  return (r + 1) % ranks();
+}
+
+int prev_rank(int r) {
+  return (r + ranks() - 1) % ranks();
+}
+
+/// Rank r's input: `size(r)` copies of r + 1.
+template <class Sizes>
+ff::Float input(Sizes size) {
+  return ff::Float::from(std::vector<float>(size(me()), static_cast<float>(me() + 1)));
+}
+
+/// The body of the two-collective step below, on the host: each rank receives its left
+/// neighbour's array, doubles it where it has more than 4 elements (else adds 1), and the ranks
+/// sum all of it.
+template <class Sizes>
+float two_collective_total(Sizes size) {
+  float total = 0.f;
+  for (int k = 0; k < ranks(); ++k) {
+    int from = prev_rank(k);
+    auto v = static_cast<float>(from + 1);
+    float y = size(from) > 4 ? v * 2.f : v + 1.f;
+    total += static_cast<float>(size(from)) * y;
+  }
+  return total;
+}
+
+/// A sendrecv, a size guard on what arrived, then an all_reduce: the guard sits between two
+/// collectives. `tag` is part of the key only (a rank that passes another records the call).
+auto two_collective_step(const char* name) {
+  return ff::freeze(
+      [](const ff::Float& x, int tag) {
+        (void)tag;
+        ff::Float got = ff::dist::sendrecv(x, next_rank(me()), prev_rank(me()));
+        ff::Float y = got.size() > 4 ? got * 2.f : got + 1.f;
+        return ff::dist::all_reduce(ff::sum(y), ff::ReduceOp::Add);
+      },
+      ff::FreezeOptions{.name = name});
+}
+
+size_t one(int) {
+  return 1;
+}
+
+size_t two(int) {
+  return 2;
+}
+
+/// Rank 0 sends 5 elements: the rank after it (rank 0 itself with one rank) fails its guard.
+size_t five_from_rank0(int r) {
+  return r == 0 ? 5 : 1;
+}
+
+// The LLVM backend, failing every kernel launch while `armed`.
+class FailingBackend final : public ff::ForwardingBackend {
+ public:
+  FailingBackend() : ForwardingBackend("failing:", ff::create_llvm_backend(ff::BackendOptions{})) {}
+
+  bool armed = false;
+
+  void launch(const ff::KernelHandle& kernel, size_t size, ff::SizeProv prov,
+              std::span<const ff::KernelArg> args) override {
+    if (armed)
+      throw ff::BackendError("failing backend: this launch fails (test)");
+    inner().launch(kernel, size, prov, args);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("dist: a guard failing between two collectives on one rank: every rank retries") {
+  auto step = two_collective_step("guard between collectives");
+  CHECK(step(input(one), 0).to_vector() == std::vector<float>{two_collective_total(one)});
+  CHECK(step(input(two), 0).to_vector() == std::vector<float>{two_collective_total(two)});
+  CHECK(step.n_recordings() == 1);
+  // The rank after rank 0 receives 5 elements: its guard fails after the sendrecv. It tells the
+  // others in the agreement before the all_reduce; every rank leaves the replay and records the
+  // call anew, and every result is right. Then the two paths alternate without new recordings.
+  for (int round = 0; round < 2; ++round) {
+    INFO("round " << round);
+    CHECK(step(input(five_from_rank0), 0).to_vector() ==
+          std::vector<float>{two_collective_total(five_from_rank0)});
+    CHECK(step(input(one), 0).to_vector() == std::vector<float>{two_collective_total(one)});
+    CHECK(step.n_recordings() == 2);
+  }
+}
+
+TEST_CASE("dist: a rank that records while the others replay makes the same agreements") {
+  auto step = two_collective_step("one rank records");
+  CHECK(step(input(one), 0).to_vector() == std::vector<float>{two_collective_total(one)});
+  // Rank 0 alone passes another tag: it records (agreeing before the all_reduce and at the
+  // end, as the replays do), the others replay.
+  auto rank0_three = [](int r) -> size_t { return r == 0 ? 3 : 2; };
+  for (int round = 0; round < 3; ++round) {
+    INFO("round " << round);
+    CHECK(step(input(rank0_three), me() == 0 ? 7 : 0).to_vector() ==
+          std::vector<float>{two_collective_total(rank0_three)});
+  }
+  CHECK(step.n_recordings() == (me() == 0 ? 2u : 1u));
+}
+
+TEST_CASE("dist: a replay's guard failing while another rank records raises on every rank") {
+  auto step = two_collective_step("guard while recording");
+  auto rank0_six = [](int r) -> size_t { return r == 0 ? 6 : 1; };
+  CHECK(step(input(one), 0).to_vector() == std::vector<float>{two_collective_total(one)});
+  // Rank 0 records (another tag) and sends 6 elements; rank 1 replays and its guard fails
+  // between the collectives. The recording rank cannot retry, so every rank raises. With one
+  // rank, rank 0 records its own call and nothing fails.
+  int tag = me() == 0 ? 7 : 0;
+  if (ranks() == 1) {
+    CHECK(step(input(rank0_six), tag).to_vector() ==
+          std::vector<float>{two_collective_total(rank0_six)});
+  } else {
+    CHECK_THROWS_WITH(step(input(rank0_six), tag), Catch::Contains("every rank raises"));
+  }
+  // The next call lines up on every rank.
+  CHECK(step(input(two), 0).to_vector() == std::vector<float>{two_collective_total(two)});
+}
+
+TEST_CASE("dist: a guard failing after the last collective on one rank: every rank retries") {
+  auto step = ff::freeze(
+      [](const ff::Float& x) {
+        ff::Float got = ff::dist::sendrecv(x, next_rank(me()), prev_rank(me()));
+        return got.size() > 4 ? got * 2.f : got + 1.f;
+      },
+      ff::FreezeOptions{.name = "guard after collectives"});
+  auto want = [](size_t (*size)(int)) {
+    int from = prev_rank(me());
+    auto v = static_cast<float>(from + 1);
+    return std::vector<float>(size(from), size(from) > 4 ? v * 2.f : v + 1.f);
+  };
+  CHECK(step(input(one)).to_vector() == want(one));
+  CHECK(step(input(two)).to_vector() == want(two));
+  // The rank after rank 0 fails its guard after the sendrecv, the last collective. The
+  // recording agrees at its end: every rank retries (it may not record alone: its sendrecv
+  // would meet the others' next collective), records anew, and every result is right.
+  for (int round = 0; round < 2; ++round) {
+    INFO("round " << round);
+    CHECK(step(input(five_from_rank0)).to_vector() == want(five_from_rank0));
+    CHECK(step(input(one)).to_vector() == want(one));
+  }
+  CHECK(step.n_recordings() == 2);
+}
+
+TEST_CASE("dist: a size guard after an all_gather failing on every rank: every rank retries") {
+  auto step = ff::freeze([](const ff::Float& x) {
+    ff::Float all = ff::dist::all_gather(x);
+    return all.size() > 4 ? all * 2.f : all + 1.f;
+  });
+  auto want = [](size_t (*size)(int)) {
+    std::vector<float> out;
+    for (int k = 0; k < ranks(); ++k)
+      out.insert(out.end(), size(k), static_cast<float>(k + 1));
+    for (float& v : out)
+      v = out.size() > 4 ? v * 2.f : v + 1.f;
+    return out;
+  };
+  CHECK(step(input(one)).to_vector() == want(one));
+  CHECK(step(input(one)).to_vector() == want(one));
+  CHECK(step(input(five_from_rank0)).to_vector() == want(five_from_rank0));
+  CHECK(step(input(five_from_rank0)).to_vector() == want(five_from_rank0));
+  CHECK(step.n_recordings() == 2);
+  CHECK(step.n_replays() == 2);
+}
+
+TEST_CASE("dist: an error in a replay after a collective raises on every rank while one waits") {
+  // Replayed below the public API on a backend whose launches fail on rank 0: two all_reduces
+  // with a kernel between them (the others wait in the second), and one all_reduce with the
+  // kernel after it (nobody waits: rank 0 raises alone, the others have their results).
+  ff::Float x = ff::Float::from({1.f, 2.f, 3.f});
+  ff::Recording between = ff::record({x}, [&] {
+    ff::Float a = ff::dist::all_reduce(x, ff::ReduceOp::Add);
+    return std::vector<ff::AnyArray>{ff::dist::all_reduce(a * 2.f, ff::ReduceOp::Add)};
+  });
+  ff::Recording after = ff::record({x}, [&] {
+    return std::vector<ff::AnyArray>{ff::dist::all_reduce(x, ff::ReduceOp::Add) * 2.f};
+  });
+  FailingBackend backend;
+  ff::replay::ReplayPlan plan_between(ff::detail::recording_state(between)->data, backend);
+  ff::replay::ReplayPlan plan_after(ff::detail::recording_state(after)->data, backend);
+  CHECK_FALSE(plan_between.agree_at_end);  // no guard: nothing can fail after the last one
+  std::vector<float> xs{1.f, 2.f, 3.f};
+  void* p = backend.alloc(ff::ScalarType::Float32, xs.size(), {});
+  backend.copy(p, xs.data(), xs.size() * sizeof(float), ff::CopyKind::HostToDevice);
+  ff::replay::ReplayInput in[] = {{p, ff::ScalarType::Float32, xs.size()}};
+  uint64_t bytes_before = backend.stats().bytes_allocated;
+  auto n = static_cast<float>(ranks());
+  auto read = [&](const std::vector<ff::replay::ReplayOutput>& outs) {
+    REQUIRE(outs.size() == 1);
+    std::vector<float> got(outs[0].size);
+    backend.copy(got.data(), outs[0].ptr, got.size() * sizeof(float), ff::CopyKind::DeviceToHost);
+    backend.release(outs[0].ptr);
+    return got;
+  };
+
+  backend.armed = me() == 0;
+  if (me() == 0)
+    CHECK_THROWS_WITH(ff::replay::run(plan_between, backend, in, {}),
+                      Catch::Contains("this launch fails"));
+  else
+    CHECK_THROWS_WITH(ff::replay::run(plan_between, backend, in, {}),
+                      Catch::Contains("rank 0 failed") && Catch::Contains("every rank raises"));
+  CHECK(backend.stats().bytes_allocated == bytes_before);
+
+  if (me() == 0)
+    CHECK_THROWS_AS(ff::replay::run(plan_after, backend, in, {}), ff::BackendError);
+  else
+    CHECK(read(ff::replay::run(plan_after, backend, in, {})) ==
+          std::vector<float>{2.f * n, 4.f * n, 6.f * n});
+  CHECK(backend.stats().bytes_allocated == bytes_before);
+
+  // The next replays line up on every rank.
+  backend.armed = false;
+  CHECK(read(ff::replay::run(plan_between, backend, in, {})) ==
+        std::vector<float>{2.f * n * n, 4.f * n * n, 6.f * n * n});
+  CHECK(read(ff::replay::run(plan_after, backend, in, {})) ==
+        std::vector<float>{2.f * n, 4.f * n, 6.f * n});
+  backend.release(p);
+}
