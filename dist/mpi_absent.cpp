@@ -28,6 +28,10 @@ bool initialized() {
   return false;
 }
 
+bool takes_device_pointers() {
+  return false;
+}
+
 int rank(const char* what) {
   no_mpi(what);
 }

@@ -5,6 +5,9 @@
 #include "dist/mpi_world.h"
 
 #include <mpi.h>
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>  // Open MPI's extensions: MPIX_Query_cuda_support
+#endif
 
 #include <atomic>
 #include <cmath>
@@ -32,6 +35,7 @@ struct World {
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0, size = 1;
   MPI_Op float_min = MPI_OP_NULL, float_max = MPI_OP_NULL;  // NaN-ignoring (float_extreme)
+  bool cuda_aware = false;                                  // takes_device_pointers()
 };
 
 World& world() {
@@ -201,6 +205,29 @@ void check_same_call(MPI_Comm comm, const Collective& c) {
                            "); checked because FF_DEBUG is set");
 }
 
+/// Whether this MPI library takes CUDA device pointers, as it answers at run time (the same
+/// header serves builds with and without CUDA support); false where it cannot say.
+bool library_is_cuda_aware() {
+#if defined(OMPI_HAVE_MPI_EXT_CUDA) && OMPI_HAVE_MPI_EXT_CUDA
+  return MPIX_Query_cuda_support() == 1;
+#else
+  return false;
+#endif
+}
+
+/// FF_DIST_CUDA_AWARE (`1`/`on`, `0`/`off`, or unset/`auto`: ask the library).
+bool cuda_aware_setting() {
+  const char* v = std::getenv("FF_DIST_CUDA_AWARE");
+  std::string s = v ? v : "";
+  if (s.empty() || s == "auto")
+    return library_is_cuda_aware();
+  if (s == "1" || s == "on")
+    return true;
+  if (s == "0" || s == "off")
+    return false;
+  throw Error("FF_DIST_CUDA_AWARE='" + s + "': expected 1, on, 0, off or auto");
+}
+
 }  // namespace
 
 void init(int* argc, char*** argv) {
@@ -208,6 +235,8 @@ void init(int* argc, char*** argv) {
   std::lock_guard lock(w.mutex);
   if (w.initialized.load(std::memory_order_acquire))
     return;
+  bool forced = std::getenv("FF_DIST_CUDA_AWARE") != nullptr;
+  bool cuda_aware = cuda_aware_setting();  // a bad setting raises before MPI starts
   int already = 0, finalized = 0;
   check(MPI_Initialized(&already), "MPI_Initialized");
   check(MPI_Finalized(&finalized), "MPI_Finalized");
@@ -228,9 +257,13 @@ void init(int* argc, char*** argv) {
   check(MPI_Comm_rank(w.comm, &w.rank), "MPI_Comm_rank");
   check(MPI_Comm_size(w.comm, &w.size), "MPI_Comm_size");
   create_ops(w);
+  w.cuda_aware = cuda_aware;
   w.initialized.store(true, std::memory_order_release);
-  logging::dist().info("rank {} of {} (MPI thread level {}{})", w.rank, w.size, w.thread_level,
-                       w.we_started_mpi ? "" : ", initialised by the program");
+  logging::dist().info("rank {} of {} (MPI thread level {}{}); device buffers {}", w.rank, w.size,
+                       w.thread_level, w.we_started_mpi ? "" : ", initialised by the program",
+                       !cuda_aware ? "go through host memory (MPI is not CUDA-aware)"
+                       : forced    ? "go to MPI directly (FF_DIST_CUDA_AWARE)"
+                                   : "go to MPI directly (MPI is CUDA-aware)");
 }
 
 void finalize() noexcept {
@@ -289,6 +322,11 @@ void abort_all(const std::string& why) noexcept {
 
 bool initialized() {
   return world().initialized.load(std::memory_order_acquire);
+}
+
+bool takes_device_pointers() {
+  World& w = world();
+  return w.initialized.load(std::memory_order_acquire) && w.cuda_aware;
 }
 
 int rank(const char* what) {

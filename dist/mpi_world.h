@@ -35,6 +35,13 @@ bool initialized();
 int rank(const char* what = "rank");
 int size(const char* what = "size");
 
+/// True where MPI takes device (CUDA) pointers itself, so a GPU backend hands its buffers to
+/// the collectives instead of staging them through host memory. Decided at init(): the MPI
+/// library's own answer (Open MPI's MPIX_Query_cuda_support), unless FF_DIST_CUDA_AWARE says
+/// `1` or `0` (a wrong `1` makes MPI read device addresses as host memory). False before
+/// init().
+bool takes_device_pointers();
+
 /// The result count of `c` (see Collective); exchanges counts between ranks where it must
 /// (every kind but AllReduce). With c.check, first compares every rank's call and raises
 /// ff::Error on every rank where they differ, naming both. Raises ff::BackendError naming the

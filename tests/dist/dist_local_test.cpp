@@ -3,6 +3,7 @@
 #include <freezeframe/freezeframe.h>
 
 #include <catch2/catch.hpp>
+#include <cstdlib>
 
 TEST_CASE("dist: before init, or without MPI, every call raises a named ff::Error") {
   CHECK_FALSE(ff::dist::initialized());
@@ -23,3 +24,15 @@ TEST_CASE("dist: before init, or without MPI, every call raises a named ff::Erro
   // Arrays still work after the failed calls.
   CHECK((x * 2.f).to_vector() == std::vector<float>{2.f, 4.f});
 }
+
+#if FF_HAS_MPI
+TEST_CASE("dist: a bad FF_DIST_CUDA_AWARE is refused by init before MPI starts") {
+  ::setenv("FF_DIST_CUDA_AWARE", "maybe", 1);
+  int argc = 0;
+  char** argv = nullptr;
+  CHECK_THROWS_WITH(ff::dist::init(argc, argv),
+                    Catch::Contains("FF_DIST_CUDA_AWARE='maybe'") && Catch::Contains("auto"));
+  ::unsetenv("FF_DIST_CUDA_AWARE");
+  CHECK_FALSE(ff::dist::initialized());
+}
+#endif

@@ -17,6 +17,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "dist/mpi_world.h"
 #include "examples/heat_dist.h"
 #include "frontend/recording_state.h"
 #include "support/collective_recording.h"
@@ -675,6 +676,57 @@ TEST_CASE("dist: a grad-enabled array is refused with a named error") {
   CHECK_THROWS_WITH(ff::dist::all_reduce(x, ff::ReduceOp::Add),
                     Catch::Contains("all_reduce") && Catch::Contains("ff::detach"));
   CHECK(ff::dist::all_reduce(ff::detach(x), ff::ReduceOp::Add).to_vector().size() == 2);
+}
+
+// Tagged [device]: CTest runs these on the CUDA backend too (over the simulated driver, whose
+// device memory the host can address), once staged through host memory and once with device
+// pointers handed to MPI (FF_DIST_CUDA_AWARE=1).
+TEST_CASE("dist: collectives on device buffers, with kernels before and after, traced and frozen",
+          "[device]") {
+  int n = ff::dist::size(), r = ff::dist::rank();
+  int next = (r + 1) % n, prev = (r + n - 1) % n;
+  if (const char* aware = std::getenv("FF_DIST_CUDA_AWARE"); aware && std::string(aware) == "1")
+    CHECK(ff::dist_impl::takes_device_pointers());
+  if (const char* b = std::getenv("FF_BACKEND"); b && std::string(b) == "cuda")
+    CHECK(ff::backend_name().find("cuda") != std::string::npos);
+  INFO("backend " << ff::backend_name());
+  auto body = [&](const ff::Float& x) {
+    ff::Float total = ff::dist::all_reduce(x * 2.f, ff::ReduceOp::Add) + 1.f;
+    ff::Float all = ff::dist::all_gather(x + 1.f) * 2.f;
+    ff::Float root = ff::dist::broadcast(x * 3.f, n - 1) - 1.f;  // the root's out is not its in
+    ff::Float halo = ff::dist::sendrecv(x + 0.5f, next, prev) * 4.f;
+    return std::make_tuple(total, all, root, halo);
+  };
+  auto frozen = ff::freeze(body);
+  auto mine = [](int k, size_t size) {  // rank k's x
+    std::vector<float> v(size);
+    for (size_t i = 0; i < size; ++i)
+      v[i] = static_cast<float>(i) + static_cast<float>(k) * 0.25f;
+    return v;
+  };
+  for (size_t size : {size_t{3}, size_t{1}, size_t{17}, size_t{0}, size_t{2}}) {
+    std::vector<float> want_total(size, 1.f), want_all, want_root, want_halo;
+    for (int k = 0; k < n; ++k)
+      for (size_t i = 0; i < size; ++i) {
+        want_total[i] += mine(k, size)[i] * 2.f;
+        want_all.push_back((mine(k, size)[i] + 1.f) * 2.f);
+      }
+    for (float v : mine(n - 1, size))
+      want_root.push_back(v * 3.f - 1.f);
+    for (float v : mine(prev, size))
+      want_halo.push_back((v + 0.5f) * 4.f);
+    for (bool freeze : {false, true}) {
+      INFO("size " << size << (freeze ? ", frozen" : ", traced"));
+      // A lazy x: its kernel runs on the device before the collectives read it.
+      ff::Float x = ff::arange<ff::Float>(size) + static_cast<float>(r) * 0.25f;
+      auto [total, all, root, halo] = freeze ? frozen(x) : body(x);
+      CHECK(total.to_vector() == want_total);
+      CHECK(all.to_vector() == want_all);
+      CHECK(root.to_vector() == want_root);
+      CHECK(halo.to_vector() == want_halo);
+    }
+  }
+  CHECK(frozen.n_replays() >= 3);
 }
 
 TEST_CASE("dist: collectives from a second thread") {
