@@ -162,16 +162,10 @@ struct PrivateRun {
 // bound to no other parameter, and small against the lanes of a part.
 bool private_fits(const AccumulateInfo& info, std::span<const uint64_t> args, size_t size,
                   unsigned n_threads) {
-  if (!info.privatizable)
-    return false;
+  if (!info.privatizable || !targets_unaliased(info, args))
+    return false;  // another parameter may read or write a target
   uint64_t elems = 0, bytes = 0;
   for (const AccumulateTarget& t : info.targets) {
-    for (size_t p = 0; p < args.size(); ++p) {
-      bool other = std::none_of(info.targets.begin(), info.targets.end(),
-                                [&](const AccumulateTarget& u) { return u.param == p; });
-      if (other && args[p] == args[t.param])
-        return false;  // another parameter may read or write it
-    }
     uint64_t n = target_length(t, args);
     if (n > kPrivateMaxBytes)  // too large whatever its type (and n * size cannot overflow)
       return false;
@@ -182,6 +176,17 @@ bool private_fits(const AccumulateInfo& info, std::span<const uint64_t> args, si
 }
 
 }  // namespace
+
+bool targets_unaliased(const AccumulateInfo& info, std::span<const uint64_t> args) {
+  for (const AccumulateTarget& t : info.targets)
+    for (size_t p = 0; p < args.size(); ++p) {
+      bool other = std::none_of(info.targets.begin(), info.targets.end(),
+                                [&](const AccumulateTarget& u) { return u.param == p; });
+      if (other && args[p] == args[t.param])
+        return false;
+    }
+  return true;
+}
 
 AccumulateInfo accumulate_info(const KernelIR& ir) {
   AccumulateInfo info;
@@ -248,7 +253,8 @@ void run_privatized(ThreadPool& pool, KernelFn fn, const AccumulateInfo& info,
   for (size_t p = 0; p < n_parts; ++p) {
     uint64_t* a = part_args.data() + p * stride;
     std::copy(args.begin(), args.end(), a);
-    a[args.size()] = static_cast<uint64_t>(AccumulateMode::Exclusive);
+    // private_fits() checked that no target is aliased; a copy is no parameter's buffer.
+    a[args.size()] = static_cast<uint64_t>(AccumulateMode::Exclusive) | kTargetsUnaliased;
     if (p == 0)
       continue;
     for (size_t t = 0; t < n_targets; ++t)

@@ -26,6 +26,11 @@ class ThreadPool;
 /// The launch-mode word args[n_params] of a kernel that accumulates: Exclusive combines with a
 /// plain load, combine and store (lanes in order), Atomic with an atomic read-modify-write.
 enum class AccumulateMode : uint64_t { Atomic = 0, Exclusive = 1 };
+/// A bit of the mode word beside the mode: no target shares its buffer with another parameter,
+/// so an exclusive lane may read its own element of an input again after earlier lanes wrote
+/// the targets (the code takes each lane's index and value from memory instead of out of a
+/// vector register).
+inline constexpr uint64_t kTargetsUnaliased = 2;
 
 /// A buffer parameter some instruction accumulates into.
 struct AccumulateTarget {
@@ -50,6 +55,9 @@ struct AccumulateInfo {
 };
 
 AccumulateInfo accumulate_info(const KernelIR& ir);
+
+/// True when no target of `info` is bound to the same buffer as another parameter in `args`.
+bool targets_unaliased(const AccumulateInfo& info, std::span<const uint64_t> args);
 
 /// How one launch of an accumulating kernel runs.
 enum class AccumulateStrategy : uint8_t {

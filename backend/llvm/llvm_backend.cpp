@@ -219,8 +219,10 @@ void LlvmBackend::launch(const KernelHandle& kernel, size_t size, SizeProv,
   if (k->accumulations().accumulates()) {
     how = choose_accumulate(k->accumulations(), {bits, args.size()}, size, p.n_blocks,
                             pool_.n_threads(), k->work_per_elem(), tuning_.atomic_accumulate_work);
-    bits[args.size()] = static_cast<uint64_t>(
-        how == AccumulateStrategy::Atomic ? AccumulateMode::Atomic : AccumulateMode::Exclusive);
+    bits[args.size()] =
+        static_cast<uint64_t>(how == AccumulateStrategy::Atomic ? AccumulateMode::Atomic
+                                                                : AccumulateMode::Exclusive) |
+        (targets_unaliased(k->accumulations(), {bits, args.size()}) ? kTargetsUnaliased : 0);
   }
   if (p.n_blocks <= 1 || how == AccumulateStrategy::Alone) {
     fn(0, size, bits);

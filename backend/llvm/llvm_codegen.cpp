@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backend/ir/ir_analysis.h"
+#include "backend/llvm/accumulate_launch.h"
 #include "freezeframe/errors.h"
 
 namespace ff::llvm_backend {
@@ -119,10 +120,11 @@ class KernelEmitter {
   Value* emit_masked_gather(const IrInstr& in, Value* tail);
   Value* emit_stencil_load(const IrInstr& in, Value* tail);
   Value* emit_uniform_div(const IrInstr& in);
-  void emit_scatter(const IrInstr& in, Value* tail);
+  void emit_scatter(const IrInstr& in, Value* i, Value* tail);
   Value* emit_scatter_inc(const IrInstr& in, Value* tail);
   void emit_scatter_reduce_lanes(const IrInstr& in, Value* ptrs_base, Value* idx, Value* val,
-                                 Value* mask);
+                                 Value* mask, Value* lane0);
+  Value* lane_operand(uint32_t instr, Value* lane0, unsigned lane);
   void emit_lane_reduce(ReduceOp op, ScalarType t, Value* p, Value* v, bool atomic);
   Value* emit_combine(ReduceOp op, ScalarType t, Value* old, Value* v);
   Value* emit_lane_increment(Value* p);
@@ -177,13 +179,15 @@ class KernelEmitter {
   unsigned w_;
   llvm::Function* fn_ = nullptr;
   Value* end_ = nullptr;
-  std::vector<Value*> raw_;      // per parameter: its 64-bit argument (nullptr if unused)
-  std::vector<Value*> ptr_;      // per buffer parameter: the pointer
-  std::vector<Value*> uniform_;  // per instruction: a value computed once before the loop
-  std::vector<Value*> vals_;     // per instruction: its value in the body being emitted
-  Value* exclusive_ = nullptr;   // accumulating kernels: i1, the launch's mode word says that
-                                 // no other thread adds to the targets (accumulate_launch.h)
-  unsigned interleave_;          // vector iterations per iteration of the interleaved loop
+  std::vector<Value*> raw_;         // per parameter: its 64-bit argument (nullptr if unused)
+  std::vector<Value*> ptr_;         // per buffer parameter: the pointer
+  std::vector<Value*> uniform_;     // per instruction: a value computed once before the loop
+  std::vector<Value*> vals_;        // per instruction: its value in the body being emitted
+  Value* exclusive_ = nullptr;      // accumulating kernels: i1, the launch's mode word says that
+                                    // no other thread adds to the targets (accumulate_launch.h)
+  Value* unaliased_ = nullptr;      // ... and that no target shares a buffer with a parameter
+  std::vector<uint8_t> read_only_;  // per parameter: no instruction writes its buffer
+  unsigned interleave_;             // vector iterations per iteration of the interleaved loop
 
   // Unsigned 32-bit division by a uniform, non-constant divisor `d` (docs/kernel-ir.md):
   // n / d == (t + ((n - t) >> sh1)) >> sh2 with t = mulhi(n, m), per divisor instruction,
@@ -279,6 +283,9 @@ void KernelEmitter::emit(const std::string& name) {
   std::vector<ParamSummary> uses = param_summary(ir_);
   raw_.assign(n_params, nullptr);
   ptr_.assign(n_params, nullptr);
+  read_only_.assign(n_params, 0);
+  for (size_t p = 0; p < n_params; ++p)
+    read_only_[p] = !uses[p].writes();
   for (size_t p = 0; p < n_params; ++p) {
     if (!uses[p].used())
       continue;
@@ -296,7 +303,9 @@ void KernelEmitter::emit(const std::string& name) {
   if (accumulates) {
     Value* slot = b_.CreateConstInBoundsGEP1_64(b_.getInt64Ty(), args, n_params);
     Value* mode = b_.CreateAlignedLoad(b_.getInt64Ty(), slot, llvm::Align(8));
-    exclusive_ = b_.CreateICmpNE(mode, b_.getInt64(0));
+    exclusive_ = b_.CreateICmpNE(b_.CreateAnd(mode, b_.getInt64(1)), b_.getInt64(0));
+    unaliased_ =
+        b_.CreateICmpNE(b_.CreateAnd(mode, b_.getInt64(kTargetsUnaliased)), b_.getInt64(0));
   }
 
   auto* pre = new_block("pre");
@@ -787,7 +796,7 @@ Value* KernelEmitter::emit_instr(const IrInstr& in, Value* i, Value* tail) {
     case IrOp::ScatterMax:
     case IrOp::ScatterAnd:
     case IrOp::ScatterOr:
-      emit_scatter(in, tail);
+      emit_scatter(in, i, tail);
       return nullptr;
     case IrOp::ScatterInc:
       return emit_scatter_inc(in, tail);
@@ -967,13 +976,13 @@ Value* KernelEmitter::emit_stencil_load(const IrInstr& in, Value* tail) {
                       [&] { return emit_masked_gather(in, tail); });
 }
 
-void KernelEmitter::emit_scatter(const IrInstr& in, Value* tail) {
+void KernelEmitter::emit_scatter(const IrInstr& in, Value* i, Value* tail) {
   ScalarType t = in.type;
   Value* idx = as_i64(in.b);
   Value* ok = emit_active_lanes(in, idx, raw_[in.e], tail);
   Value* val = to_mem(t, vals_[in.d]);
   if (op_facts(in.op).accumulates) {
-    emit_scatter_reduce_lanes(in, ptr_[in.a], idx, val, ok);
+    emit_scatter_reduce_lanes(in, ptr_[in.a], idx, val, ok, tail ? nullptr : i);
     return;
   }
   if (w_ > 1) {
@@ -996,7 +1005,7 @@ void KernelEmitter::emit_scatter(const IrInstr& in, Value* tail) {
 // combine and store (a uniform branch picks the lane loop once per vector). Lanes go in order
 // either way, so an exclusive launch computes exactly what a serial loop does.
 void KernelEmitter::emit_scatter_reduce_lanes(const IrInstr& in, Value* base, Value* idx,
-                                              Value* val, Value* mask) {
+                                              Value* val, Value* mask, Value* lane0) {
   ScalarType t = in.type;
   ReduceOp op = op_facts(in.op).reduce;
   auto* cont = new_block("scatter_add_done");
@@ -1021,7 +1030,9 @@ void KernelEmitter::emit_scatter_reduce_lanes(const IrInstr& in, Value* base, Va
   // Exclusive with every lane active (the common case): the lanes unrolled, each extracting
   // its index and value at a constant position.
   b_.SetInsertPoint(dispatch);
-  auto* all_lanes = new_block("scatter_add_plain_all");
+  // (A full vector whose index or value can be read from memory first picks how, below.)
+  bool direct = lane0 && (lane_operand(in.b, nullptr, 0) || lane_operand(in.d, nullptr, 0));
+  auto* all_lanes = new_block(direct ? "scatter_add_full" : "scatter_add_plain_all");
   auto* some_lanes = new_block("scatter_add_lanes");
   uint32_t full = w_ == 32 ? ~uint32_t{0} : (uint32_t{1} << w_) - 1;
   b_.CreateCondBr(b_.CreateAnd(exclusive_, b_.CreateICmpEQ(bits, b_.getInt32(full))), all_lanes,
@@ -1029,17 +1040,37 @@ void KernelEmitter::emit_scatter_reduce_lanes(const IrInstr& in, Value* base, Va
   b_.SetInsertPoint(all_lanes);
   // A 32-bit index is extracted before it is widened: one vector to take apart, not two.
   // (Loads of each lane from a stack copy of the vectors are 1.5x slower on Zen 4: a narrow
-  // load from a wide store waits for the store instead of forwarding from it.)
+  // load from a wide store waits for the store instead of forwarding from it.) An index or
+  // value that is an input's own element (a Load of a buffer nothing writes) is read from the
+  // input instead, as a serial loop reads it: extracting it costs one or two shuffles per lane,
+  // and shuffles, not loads, bound this loop. That needs the targets to share no buffer with
+  // the input (the mode word's unaliased bit): otherwise the first path is taken.
   ScalarType it = ir_.instrs[in.b].type;
   bool narrow = size_of(it) < 8;
-  for (unsigned l = 0; l < w_; ++l) {
-    Value* i = b_.CreateExtractElement(narrow ? vals_[in.b] : idx, uint64_t{l});
-    if (narrow)
-      i = is_signed_int(it) ? b_.CreateSExt(i, b_.getInt64Ty()) : b_.CreateZExt(i, b_.getInt64Ty());
-    emit_lane_reduce(op, t, b_.CreateGEP(mem_ty(t), base, i),
-                     b_.CreateExtractElement(val, uint64_t{l}), false);
+  auto unrolled = [&](bool from_memory) {
+    for (unsigned l = 0; l < w_; ++l) {
+      Value* i = from_memory ? lane_operand(in.b, lane0, l) : nullptr;
+      if (!i)
+        i = b_.CreateExtractElement(narrow ? vals_[in.b] : idx, uint64_t{l});
+      if (narrow)
+        i = is_signed_int(it) ? b_.CreateSExt(i, b_.getInt64Ty())
+                              : b_.CreateZExt(i, b_.getInt64Ty());
+      Value* v = from_memory ? lane_operand(in.d, lane0, l) : nullptr;
+      if (!v)
+        v = b_.CreateExtractElement(val, uint64_t{l});
+      emit_lane_reduce(op, t, b_.CreateGEP(mem_ty(t), base, i), v, false);
+    }
+    b_.CreateBr(cont);
+  };
+  if (direct) {
+    auto* from_memory = new_block("scatter_add_plain_all_loads");
+    auto* extracted = new_block("scatter_add_plain_all_extracts");
+    b_.CreateCondBr(unaliased_, from_memory, extracted);
+    b_.SetInsertPoint(from_memory);
+    unrolled(true);
+    b_.SetInsertPoint(extracted);
   }
-  b_.CreateBr(cont);
+  unrolled(false);
   // Otherwise the active lanes one by one. The indices and values go to the stack once per
   // vector and each lane loads its own: an extract at a variable lane would store the whole
   // vector again for every lane.
@@ -1064,6 +1095,20 @@ void KernelEmitter::emit_scatter_reduce_lanes(const IrInstr& in, Value* base, Va
     b_.CreateCondBr(b_.CreateICmpNE(next, b_.getInt32(0)), loop, cont);
   }
   b_.SetInsertPoint(cont);
+}
+
+// Lane `lane` of instruction `instr` read from memory where it is a Load of a buffer no
+// instruction writes (at element lane0 + lane, as the Load read it), in the memory type the
+// scatter takes; nullptr otherwise (and with lane0 nullptr: only whether it could be).
+Value* KernelEmitter::lane_operand(uint32_t instr, Value* lane0, unsigned lane) {
+  const IrInstr& ld = ir_.instrs[instr];
+  if (ld.op != IrOp::Load || !read_only_[ld.a] || ld.type == ScalarType::Bool)
+    return nullptr;
+  if (!lane0)
+    return llvm::ConstantInt::getTrue(b_.getContext());  // a marker: it could be
+  Value* at = b_.CreateAdd(lane0, b_.getInt64(lane));
+  return b_.CreateAlignedLoad(
+      mem_ty(ld.type), b_.CreateInBoundsGEP(mem_ty(ld.type), ptr_[ld.a], at), align_of(ld.type));
 }
 
 // Stores vector `v` to a stack slot (allocated in the entry block) and returns the slot.

@@ -26,7 +26,9 @@ namespace ff::llvm_backend {
 /// 4: accumulating kernels read the mode word args[n_params] (exclusive or atomic adds).
 /// 5: float -> integer casts clamp in the float type instead of calling llvm.fpto*i.sat;
 ///    gathers with 32-bit indices from sources of at most 2^31 elements use 32-bit indices.
-inline constexpr int kCodegenRevision = 5;
+/// 6: the unrolled exclusive accumulation reads an index or value that is an unwritten
+///    input's element from memory (accumulating kernels' mode word gains kTargetsUnaliased).
+inline constexpr int kCodegenRevision = 6;
 
 /// How the element loop is generated.
 enum class LoopStyle : uint8_t {
