@@ -41,17 +41,17 @@ size_t Backend::collective_count(const dist_impl::Collective& c) {
 
 void Backend::collective(const dist_impl::Collective& c) {
   if (dist_impl::takes_device_pointers()) {
-    // A CUDA-aware MPI reads and writes device memory itself, once the kernels that produce
-    // the input have run; it is done with both buffers when it returns.
-    sync();
+    // A CUDA-aware MPI reads and writes device memory itself, once the device work that
+    // produces the input has run (sync() below); it is done with both buffers when it returns.
     dist_impl::Collective direct = c;
     if (c.kind == dist_impl::CollectiveKind::Broadcast && c.count && c.out != c.in &&
         c.root == dist_impl::rank("broadcast")) {
-      // The root's own copy: MPI_Bcast sends from its output buffer (a host memcpy in
-      // dist_impl::run would touch device memory).
+      // The root's own copy, queued before the sync: MPI_Bcast sends from its output buffer
+      // (a host memcpy in dist_impl::run would touch device memory).
       copy(c.out, c.in, c.count * size_of(c.type), CopyKind::DeviceToDevice);
       direct.in = c.out;
     }
+    sync();
     dist_impl::run(direct);
     return;
   }

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -33,6 +34,9 @@ struct World {
   int thread_level = MPI_THREAD_SINGLE;
   std::thread::id init_thread;
   MPI_Comm comm = MPI_COMM_NULL;
+  // The agreements' own communicator: an agreement one rank makes and another does not then
+  // waits (a hang the CTest timeouts catch) instead of pairing with a collective's data.
+  MPI_Comm agree_comm = MPI_COMM_NULL;
   int rank = 0, size = 1;
   MPI_Op float_min = MPI_OP_NULL, float_max = MPI_OP_NULL;  // NaN-ignoring (float_extreme)
   bool cuda_aware = false;                                  // takes_device_pointers()
@@ -215,12 +219,13 @@ bool library_is_cuda_aware() {
 #endif
 }
 
-/// FF_DIST_CUDA_AWARE (`1`/`on`, `0`/`off`, or unset/`auto`: ask the library).
-bool cuda_aware_setting() {
+/// FF_DIST_CUDA_AWARE: `1`/`on` or `0`/`off`; nullopt for unset or `auto` (ask the library,
+/// which answers only once MPI is initialised).
+std::optional<bool> cuda_aware_setting() {
   const char* v = std::getenv("FF_DIST_CUDA_AWARE");
   std::string s = v ? v : "";
   if (s.empty() || s == "auto")
-    return library_is_cuda_aware();
+    return std::nullopt;
   if (s == "1" || s == "on")
     return true;
   if (s == "0" || s == "off")
@@ -235,8 +240,7 @@ void init(int* argc, char*** argv) {
   std::lock_guard lock(w.mutex);
   if (w.initialized.load(std::memory_order_acquire))
     return;
-  bool forced = std::getenv("FF_DIST_CUDA_AWARE") != nullptr;
-  bool cuda_aware = cuda_aware_setting();  // a bad setting raises before MPI starts
+  std::optional<bool> forced = cuda_aware_setting();  // a bad setting raises before MPI starts
   int already = 0, finalized = 0;
   check(MPI_Initialized(&already), "MPI_Initialized");
   check(MPI_Finalized(&finalized), "MPI_Finalized");
@@ -254,9 +258,11 @@ void init(int* argc, char*** argv) {
   w.init_thread = std::this_thread::get_id();
   check(MPI_Comm_dup(MPI_COMM_WORLD, &w.comm), "MPI_Comm_dup");
   check(MPI_Comm_set_errhandler(w.comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  check(MPI_Comm_dup(w.comm, &w.agree_comm), "MPI_Comm_dup");
   check(MPI_Comm_rank(w.comm, &w.rank), "MPI_Comm_rank");
   check(MPI_Comm_size(w.comm, &w.size), "MPI_Comm_size");
   create_ops(w);
+  bool cuda_aware = forced ? *forced : library_is_cuda_aware();
   w.cuda_aware = cuda_aware;
   w.initialized.store(true, std::memory_order_release);
   logging::dist().info("rank {} of {} (MPI thread level {}{}); device buffers {}", w.rank, w.size,
@@ -275,8 +281,10 @@ void finalize() noexcept {
   for (MPI_Op* op : {&w.float_min, &w.float_max})
     if (*op != MPI_OP_NULL)
       MPI_Op_free(op);
+  MPI_Comm_free(&w.agree_comm);
   MPI_Comm_free(&w.comm);
   w.comm = MPI_COMM_NULL;
+  w.agree_comm = MPI_COMM_NULL;
   w.rank = 0;
   w.size = 1;
   // MPI itself stays up until process exit when the program started it (it cannot restart, so
@@ -296,18 +304,21 @@ void finalize() noexcept {
 }
 
 Agreement agree(Outcome mine) {
-  MPI_Comm comm = comm_for("agreement");
+  comm_for("agreement");
+  World& w = world();
   bool failing = mine == Outcome::GuardFailed || mine == Outcome::Failed;
-  // MAX of each: the worst outcome, the highest failing rank + 1, and whether any records.
-  int in[3] = {static_cast<int>(mine), failing ? world().rank + 1 : 0,
+  // MAX of each: the worst outcome with the highest rank that has it, and whether any rank
+  // records.
+  int in[2] = {(static_cast<int>(mine) << 24) | (failing ? w.rank : 0),
                mine == Outcome::Recording ? 1 : 0};
-  int out[3] = {0, 0, 0};
-  check(MPI_Allreduce(in, out, 3, MPI_INT, MPI_MAX, comm),
+  int out[2] = {0, 0};
+  check(MPI_Allreduce(in, out, 2, MPI_INT, MPI_MAX, w.agree_comm),
         "the agreement between a replay's collectives");
   Agreement a;
-  a.worst = static_cast<Outcome>(out[0]);
-  a.failed_rank = out[1] - 1;
-  a.recording = out[2] != 0;
+  a.worst = static_cast<Outcome>(out[0] >> 24);
+  a.failed_rank =
+      a.worst == Outcome::GuardFailed || a.worst == Outcome::Failed ? out[0] & 0xFFFFFF : -1;
+  a.recording = out[1] != 0;
   return a;
 }
 

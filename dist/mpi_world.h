@@ -59,8 +59,8 @@ enum class Outcome : int {
   Failed = 3,       // any other error
 };
 
-/// What every rank said: the worst outcome, the highest rank that reported a failure (-1:
-/// none), and whether some rank was recording.
+/// What every rank said: the worst outcome, the highest rank that reported it where it is a
+/// failure (-1: none), and whether some rank was recording.
 struct Agreement {
   Outcome worst = Outcome::Ok;
   int failed_rank = -1;
@@ -71,10 +71,11 @@ struct Agreement {
   bool retry() const { return worst == Outcome::GuardFailed && !recording; }
 };
 
-/// Every rank states its outcome; returns what all of them said (one MPI_Allreduce of three
-/// ints). A recording or replay calls it before each collective after its first, so a rank
-/// that failed in between can tell the others instead of leaving them waiting. Raises
-/// ff::BackendError on an MPI error.
+/// Every rank states its outcome; returns what all of them said (one MPI_Allreduce of two
+/// ints, on a communicator of its own). A recording or replay calls it before each collective
+/// after its first, and at its end where it has exchanged sizes, so a rank that failed in
+/// between can tell the others instead of leaving them waiting. Raises ff::BackendError on an
+/// MPI error.
 Agreement agree(Outcome mine);
 
 /// Ends every rank (MPI_Abort) after logging `why` at error level: for a rank that fails where

@@ -71,6 +71,9 @@ void replay_handles(const Recording& r, std::span<const TypedHandle> inputs, Rep
     throw FreezeError("replay: a recording cannot be replayed into itself");
   replay::ReplayOptions options;
   options.provenance = rb && (rb->scope_open() || rb->is_capturing());
+  // Inside an open scope its recording backend makes the ranks' agreements (a session capture
+  // alone makes none: it holds no collectives).
+  options.agreements = !(rb && rb->scope_open());
   options.check_collectives = debug_checks();
   std::shared_ptr<const replay::ReplayPlan> plan = state_of_r.plan_for(backend);
   s.drop_outputs();

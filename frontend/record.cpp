@@ -1,6 +1,7 @@
 // The front end that joins the tracer and the recorder: ff::record, Recording::replay (over
 // freeze_replay.h's handle-level entry, which frozen calls use directly), ff::capture.
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -12,7 +13,6 @@
 #include "recorder/optimize.h"
 #include "recorder/recording_backend.h"
 #include "recorder/recording_text.h"
-#include "replay/replay_plan.h"
 #include "runtime/environment.h"
 #include "tracer/variable.h"
 
@@ -85,6 +85,34 @@ Recording record(const std::vector<AnyArray>& inputs,
   }
 }
 
+namespace {
+
+/// Inside a catch: the outermost recording failed. Where it had run a collective that exchanged
+/// sizes, the other ranks' next exchange for this call is an agreement (before their next
+/// collective, or at the end of a recording of the same kinds), so this rank reports the
+/// failure there and every rank raises. Not after an error inside a collective (the others are
+/// still in it), nor after one every rank raised at once; and not where only all_reduces ran:
+/// whether the others wait then depends on collectives this rank never reached.
+void tell_ranks_recording_failed(const rec::ScopeCollectives& collectives) {
+  try {
+    throw;
+  } catch (const dist_impl::EveryRankError&) {
+    return;
+  } catch (...) {
+  }
+  if (collectives.count == 0 || !collectives.sizes || collectives.inside)
+    return;
+  try {
+    (void)dist_impl::agree(dist_impl::Outcome::Failed);
+  } catch (const std::exception& e) {
+    dist_impl::abort_all(std::string("a recording failed after a collective and could not tell "
+                                     "the other ranks (") +
+                         e.what() + ")");
+  }
+}
+
+}  // namespace
+
 Recording detail::record_scope(const std::vector<AnyArray>& inputs,
                                const std::function<std::vector<AnyArray>()>& fn,
                                const RecordOptions& options) {
@@ -101,6 +129,9 @@ Recording detail::record_scope(const std::vector<AnyArray>& inputs,
     bindings.push_back({b->ptr, b->type, b->size});
   }
   rec::RecordingBackend& rb = recorder();
+  // The outermost recording makes the ranks' agreements of ff::dist at its end and on its
+  // failure (the recording backend the ones before its collectives).
+  bool outermost = !rb.scope_open();
   rec::Scope* scope = rb.open_scope(bindings);
   std::vector<AnyArray> outputs;
   std::vector<const void*> out_ptrs;
@@ -116,19 +147,30 @@ Recording detail::record_scope(const std::vector<AnyArray>& inputs,
     // Work the scope queued but never ran (a scatter whose launch was refused, or pending
     // when the function threw) is dropped with it: refused work has no effect later.
     drop_pending_scatters();
+    rec::ScopeCollectives collectives = rb.collectives_of(scope);
     rb.abort_scope(scope);
+    if (outermost)
+      tell_ranks_recording_failed(collectives);
     throw;
   }
-  rec::ValidatedRecording data = rb.close_scope(scope, out_ptrs);
-  logging::record().debug("recorded {}", data->summary());
-  if (options.optimize && detail::optimizer_enabled_by_environment()) {
-    data = rec::optimize(data);
-    logging::record().debug("optimised: {}", data->summary());
+  rec::ScopeCollectives collectives = rb.collectives_of(scope);
+  std::optional<rec::ValidatedRecording> data;
+  try {
+    data = rb.close_scope(scope, out_ptrs);
+    logging::record().debug("recorded {}", (*data)->summary());
+    if (options.optimize && detail::optimizer_enabled_by_environment()) {
+      data = rec::optimize(*data);
+      logging::record().debug("optimised: {}", (*data)->summary());
+    }
+  } catch (...) {
+    if (outermost)
+      tell_ranks_recording_failed(collectives);
+    throw;
   }
-  // A recording whose guards can fail after its last collective: every rank agrees once more
-  // at its end, as its replays do (the outermost recording, like the recording backend's
-  // agreements before each collective after the first).
-  if (!rb.scope_open() && replay::agrees_at_end(*data)) {
+  // A recording that exchanged sizes: every rank agrees once more at its end, as its replays
+  // do (replay::agrees_at_end: the optimiser keeps every collective, so the recording's kinds
+  // are the scope's).
+  if (outermost && collectives.sizes) {
     dist_impl::Agreement a = dist_impl::agree(dist_impl::Outcome::Recording);
     if (a.worst == dist_impl::Outcome::GuardFailed || a.worst == dist_impl::Outcome::Failed)
       throw dist_impl::EveryRankError(
@@ -136,7 +178,7 @@ Recording detail::record_scope(const std::vector<AnyArray>& inputs,
           " failed in its replay of this call after a collective, and this rank, which recorded "
           "the call, cannot retry it: every rank raises");
   }
-  return Recording(std::make_shared<RecordingState>(std::move(data)));
+  return Recording(std::make_shared<RecordingState>(std::move(*data)));
 }
 
 std::vector<AnyArray> Recording::replay(const std::vector<AnyArray>& inputs) const {

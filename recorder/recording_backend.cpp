@@ -60,7 +60,7 @@ struct Scope {
   SlotMap slots;
   std::unordered_map<Hash128, uint32_t> kernel_index;
   bool failed = false;
-  uint32_t collectives = 0;  // ff::dist collectives recorded (agreements come before the next)
+  ScopeCollectives collectives;  // ff::dist collectives so far (the ranks' agreements)
   std::string failure;
 
   uint32_t new_slot(ScalarType type, SlotOrigin origin, uint32_t origin_index, uint64_t size) {
@@ -280,6 +280,10 @@ ValidatedRecording RecordingBackend::close_scope(Scope* scope,
   if (const auto* issue = std::get_if<ValidationIssue>(&checked))
     throw Refusal("the recording cannot be made: " + issue->message());
   return std::get<ValidatedRecording>(std::move(checked));
+}
+
+ScopeCollectives RecordingBackend::collectives_of(const Scope* scope) const {
+  return scope->collectives;
 }
 
 RecordingData RecordingBackend::capture_snapshot() const {
@@ -616,11 +620,13 @@ size_t RecordingBackend::collective_count(const dist_impl::Collective& c) {
   if (active()) {
     bool agree = false;
     for_each_scope([&](Scope& s) {
-      if (s.capture)
+      if (s.capture) {
         s.fail(std::string("a session capture cannot hold ff::dist::") +
                dist_impl::to_string(c.kind));
-      else if (s.collectives > 0)
-        agree = true;
+        return;
+      }
+      agree = agree || s.collectives.count > 0;
+      s.collectives.inside = true;  // until collective() has run it
     });
     if (agree) {
       dist_impl::Agreement a = dist_impl::agree(dist_impl::Outcome::Recording);
@@ -653,6 +659,10 @@ void RecordingBackend::collective(const dist_impl::Collective& c) {
   for_each_scope([&](Scope& s) {
     if (s.capture)
       return;
+    ScopeCollectives& sc = s.collectives;
+    ++sc.count;
+    sc.sizes = sc.sizes || c.kind != CollectiveKind::AllReduce;
+    sc.inside = false;
     auto h = s.resolve(c.in, c.type, c.count * elem);
     auto d = s.resolve(c.out, c.type, c.out_count * elem);
     Op op;
@@ -678,7 +688,6 @@ void RecordingBackend::collective(const dist_impl::Collective& c) {
     op.value = peers.pack();
     op.elem_size = static_cast<uint32_t>(c.ranks);
     s.push(op);
-    ++s.collectives;
     s.access(op.src, false);
     s.access(op.dst, true);
     s.close_accesses();

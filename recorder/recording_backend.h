@@ -30,6 +30,15 @@ struct InputBinding {
   uint64_t size;  // logical element count
 };
 
+/// The ff::dist collectives a scope has recorded, for the ranks' agreements (the recording
+/// backend makes one before each collective after a scope's first; the front end one at the end
+/// of an outermost scope that exchanged sizes, and one to report its failure).
+struct ScopeCollectives {
+  uint32_t count = 0;   // collectives run
+  bool sizes = false;   // one of them exchanged sizes (every kind but all_reduce)
+  bool inside = false;  // a collective has begun (its count exchange) and not yet finished
+};
+
 class RecordingBackend final : public ForwardingBackend {
  public:
   /// `capture_session`: record everything every thread does (ff::init("record:llvm")).
@@ -48,6 +57,8 @@ class RecordingBackend final : public ForwardingBackend {
   void abort_scope(Scope* scope) noexcept;
   /// True while the calling thread has a scope open on this backend.
   bool scope_open() const;
+  /// What `scope` (open on this thread) has recorded of ff::dist's collectives.
+  ScopeCollectives collectives_of(const Scope* scope) const;
   /// The data recorded by the innermost scope of the calling thread (or null), for callers
   /// that must not replay a recording into itself.
   const RecordingData* innermost() const;

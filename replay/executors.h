@@ -20,6 +20,7 @@
 //   alloc, release, copy, fill, launch, reduce, prefix_sum, compress, collective_count,
 //   collective, sync, guard: the op
 //   finish()         hands over work still held (the end of a replay)
+//   flush()          runs work still held before the host talks to other ranks (agreements)
 //   abandon()        drops work still held after an error; buffers it was to release go back
 #pragma once
 
@@ -84,6 +85,9 @@ class OpByOp {
 
   void finish() {}
 
+  /// Runs the work queued so far (a batching executor's): nothing is queued here.
+  void flush() {}
+
   void abandon() noexcept {}
 
  private:
@@ -118,7 +122,7 @@ class Batching {
 
   void copy(void* dst, const void* src, uint64_t bytes, CopyKind kind) {
     if (kind != CopyKind::DeviceToDevice) {  // host memory: not part of a batch
-      flush();
+      submit_list();
       backend_.copy(dst, src, bytes, kind);
       return;
     }
@@ -170,28 +174,32 @@ class Batching {
     c.src = mask;
     c.size = n;
     c.dst = out;
-    return flush();
+    return submit_list();
   }
 
   /// A collective talks to other processes from the host: the work before it runs first.
   uint64_t collective_count(const dist_impl::Collective& c) {
-    flush();
+    submit_list();
     return backend_.collective_count(c);
   }
 
   void collective(const dist_impl::Collective& c) {
-    flush();
+    submit_list();
     backend_.collective(c);
   }
 
   void sync() {
-    flush();
+    submit_list();
     backend_.sync();
   }
 
   void guard(const SizeGuard&, bool) {}
 
-  void finish() { flush(); }
+  void finish() { submit_list(); }
+
+  /// Runs the work queued so far, before the host talks to other processes (the walker's
+  /// agreements): an error in it is this rank's own, raised before the exchange.
+  void flush() { (void)submit_list(); }
 
   /// A batch abandoned by an error never runs: its buffers go back at once.
   void abandon() noexcept {
@@ -208,7 +216,7 @@ class Batching {
     return c;
   }
 
-  size_t flush() {
+  size_t submit_list() {
     if (list_.empty())
       return 0;
     list_.key = (plan_id_ * 0x9E3779B97F4A7C15ull) ^ (++segment_);

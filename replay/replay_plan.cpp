@@ -66,11 +66,10 @@ bool is_early(const rec::RecordingData& d, const rec::Guard& g) {
 }  // namespace
 
 bool agrees_at_end(const rec::RecordingData& d) {
-  bool collectives = std::any_of(d.ops.begin(), d.ops.end(), [](const rec::Op& op) {
-    return op.code == rec::OpCode::Collective;
+  return std::any_of(d.ops.begin(), d.ops.end(), [](const rec::Op& op) {
+    return op.code == rec::OpCode::Collective &&
+           static_cast<rec::CollectiveKind>(op.sub) != rec::CollectiveKind::AllReduce;
   });
-  return collectives && std::any_of(d.guards.begin(), d.guards.end(),
-                                    [&](const rec::Guard& g) { return !is_early(d, g); });
 }
 
 ReplayPlan::ReplayPlan(std::shared_ptr<const rec::RecordingData> data, Backend& backend)

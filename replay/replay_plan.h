@@ -62,11 +62,12 @@ struct PlannedOp {
   // and walked by the replayer while the loop's condition holds.
 };
 
-/// True when a recording with ff::dist collectives has a guard that is not checked before its
-/// first op (one on a size only known during the replay): a replay of it, and the traced run
-/// that records it, end with one more agreement of every rank (replay/replayer.h), so that such
-/// a guard failing after the last collective sends every rank to retry, not this one alone.
-/// Read from the final recording (optimised, as saved and shared) on every side.
+/// True when a recording has an ff::dist collective that exchanges sizes (all_gather,
+/// broadcast, sendrecv: every kind but all_reduce): a replay of it, and the traced run that
+/// records it, end with one more agreement of every rank (replay/replayer.h), so that a guard
+/// on such a size failing after the last collective sends every rank to retry, not this one
+/// alone. The kinds of collectives are the same on every rank (MPI's lock-step), so every rank
+/// makes the same agreements whatever its guards; the optimiser keeps every collective.
 bool agrees_at_end(const rec::RecordingData& d);
 
 class ReplayPlan {

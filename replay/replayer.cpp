@@ -81,6 +81,11 @@ class Replay {
 
   void set_check_collectives(bool on) { check_collectives_ = on; }
 
+  void set_agreements(bool on) { agreements_ = on; }
+
+  /// Whether this replay makes the agreements (ReplayOptions::agreements).
+  bool agreements() const { return agreements_; }
+
   std::vector<ReplayOutput> run(std::span<const ReplayInput> inputs) {
     check_ranks();
     bind_inputs(inputs);
@@ -88,11 +93,10 @@ class Replay {
     copy_written_inputs(inputs);
     walk(plan_.sequence());
     exec_.finish();
-    if constexpr (!Exec::kProvenance)
-      if (plan_.agree_at_end) {
-        end_agreed_ = true;
-        agree_ok();
-      }
+    if (agreements_ && plan_.agree_at_end) {
+      end_agreed_ = true;
+      agree_ok();
+    }
     std::vector<ReplayOutput> outs = hand_over_outputs();
     cleanup();
     return outs;
@@ -250,10 +254,11 @@ class Replay {
     c.in = access(op.src, op.src_offset, bytes_of(n, elem, i), i);
     c.count = n;
     // A replay into an open recording leaves the agreements to that recording (the recording
-    // backend makes them for the outermost one), so each call makes them once.
-    if constexpr (!Exec::kProvenance)
-      if (collectives_done_ > 0)
-        agree_ok();
+    // backend makes them for the outermost one), so each call makes them once. The work queued
+    // before runs first: its errors are this rank's, before the exchange, not inside it.
+    exec_.flush();
+    if (agreements_ && collectives_done_ > 0)
+      agree_ok();
     issued_collective_ = true;
     in_collective_ = true;
     c.out_count = exec_.collective_count(c);
@@ -385,6 +390,7 @@ class Replay {
   bool end_agreed_ = false;
   uint32_t collectives_done_ = 0;
   bool check_collectives_ = false;
+  bool agreements_ = true;
   rec::RankPlace place_;  // this process's rank, where the recording reads it (check_ranks)
 };
 
@@ -576,15 +582,15 @@ void Replay<Exec>::launch(size_t i, const PlannedOp& p, const rec::Op& op) {
 /// This replay failed with `e` after issuing a collective. Where an agreement is still ahead
 /// (before the next collective, or at the end), the other ranks wait in it: this rank tells them
 /// there, and they raise (or retry) with it. Where none is, nobody waits for this rank any more
-/// and it raises alone; a guard cannot fail there (a recording whose guards can fail that late
-/// agrees at its end), and if one did it may not send this rank back to record the call alone.
-/// Inside a collective or an agreement, or inside an open recording (which makes the agreements
-/// itself), every rank ends.
+/// and it raises alone; a guard that fails there (one on a size this rank computed itself, a
+/// compress count, after a recording whose collectives are all all_reduces) may not send it
+/// back to record the call alone, so it becomes a FreezeError. Inside a collective or an
+/// agreement, or inside an open recording (which makes the agreements itself), every rank ends.
 template <class Exec>
 void after_collective_failure(Replay<Exec>& r, const std::exception& e) {
   bool guard = dynamic_cast<const GuardError*>(&e) != nullptr;
   std::string what = e.what();
-  if (!Exec::kProvenance && !r.in_collective()) {
+  if (r.agreements() && !r.in_collective()) {
     if (!r.agreement_ahead()) {
       if (guard)
         throw FreezeError("a size guard failed after the replay's last collective (" + what +
@@ -614,9 +620,11 @@ void after_collective_failure(Replay<Exec>& r, const std::exception& e) {
 
 template <class Exec>
 std::vector<ReplayOutput> replay_with(const ReplayPlan& plan, Backend& backend, Exec exec,
-                                      std::span<const ReplayInput> inputs, bool check_collectives) {
+                                      std::span<const ReplayInput> inputs,
+                                      const ReplayOptions& options) {
   Replay<Exec> r(plan, backend, exec, t_scratch);
-  r.set_check_collectives(check_collectives);
+  r.set_check_collectives(options.check_collectives);
+  r.set_agreements(options.agreements);
   try {
     return r.run(inputs);
   } catch (const dist_impl::EveryRankError&) {  // every rank gives up here: none waits
@@ -642,17 +650,16 @@ std::vector<ReplayOutput> run(const ReplayPlan& plan, Backend& backend,
   if (options.provenance)
     return options.observer
                ? replay_with(plan, backend, Observed<Nested>(Nested(backend), *options.observer),
-                             inputs, options.check_collectives)
-               : replay_with(plan, backend, Nested(backend), inputs, options.check_collectives);
+                             inputs, options)
+               : replay_with(plan, backend, Nested(backend), inputs, options);
   if (options.observer)
     return replay_with(plan, backend, Observed<Direct>(Direct(backend), *options.observer), inputs,
-                       options.check_collectives);
+                       options);
   if (backend.prefers_command_lists()) {
     auto plan_id = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(&plan));
-    return replay_with(plan, backend, Batching(backend, t_scratch.list, plan_id), inputs,
-                       options.check_collectives);
+    return replay_with(plan, backend, Batching(backend, t_scratch.list, plan_id), inputs, options);
   }
-  return replay_with(plan, backend, Direct(backend), inputs, options.check_collectives);
+  return replay_with(plan, backend, Direct(backend), inputs, options);
 }
 
 }  // namespace ff::replay

@@ -41,6 +41,9 @@ struct ReplayOptions {
   /// FF_DEBUG: every rank must make the same collective call (kind, reduction, type, root, an
   /// all_reduce's count), checked with an extra exchange before each; MPI itself does not.
   bool check_collectives = false;
+  /// Every rank agrees before each collective after the first (and at the end where the plan
+  /// says): off only inside an open recording scope, whose recording backend makes them.
+  bool agreements = true;
 };
 
 /// Replays `plan` with `inputs` on `backend` (the backend the plan was built for). Throws
@@ -54,7 +57,7 @@ struct ReplayOptions {
 /// may try its other paths), otherwise the failing rank throws its error and the others a
 /// dist_impl::EveryRankError. Any other error after the last agreement is this rank's alone
 /// (nobody waits for it); one inside a collective ends every rank (MPI_Abort). A replay into an
-/// open recording leaves the agreements to the recording backend.
+/// open recording leaves the agreements to the recording backend (ReplayOptions::agreements).
 std::vector<ReplayOutput> run(const ReplayPlan& plan, Backend& backend,
                               std::span<const ReplayInput> inputs, const ReplayOptions& options);
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/command_list.h"
 #include "backend/forwarding_backend.h"
 #include "backend/llvm/llvm_backend.h"
 #include "frontend/recording_state.h"
@@ -83,12 +84,26 @@ size_t five_from_rank0(int r) {
   return r == 0 ? 5 : 1;
 }
 
-// The LLVM backend, failing every kernel launch while `armed`.
+// The LLVM backend, failing every kernel launch while `armed`; with `batches`, it prefers
+// command lists (the replay's Batching executor, as on CUDA), whose submit fails instead.
 class FailingBackend final : public ff::ForwardingBackend {
  public:
-  FailingBackend() : ForwardingBackend("failing:", ff::create_llvm_backend(ff::BackendOptions{})) {}
+  explicit FailingBackend(bool batches)
+      : ForwardingBackend("failing:", ff::create_llvm_backend(ff::BackendOptions{})),
+        batches_(batches) {}
 
   bool armed = false;
+
+  bool prefers_command_lists() const override { return batches_; }
+
+  size_t submit(const ff::CommandList& list) override {
+    if (!armed)
+      return Backend::submit(list);
+    for (const ff::Command& c : list.commands)  // a failed submit still releases (backend.h)
+      if (c.kind == ff::CommandKind::Release)
+        release(c.dst);
+    throw ff::BackendError("failing backend: this launch fails (test, a batch)");
+  }
 
   void launch(const ff::KernelHandle& kernel, size_t size, ff::SizeProv prov,
               std::span<const ff::KernelArg> args) override {
@@ -96,11 +111,15 @@ class FailingBackend final : public ff::ForwardingBackend {
       throw ff::BackendError("failing backend: this launch fails (test)");
     inner().launch(kernel, size, prov, args);
   }
+
+ private:
+  bool batches_;
 };
 
 }  // namespace
 
-TEST_CASE("dist: a guard failing between two collectives on one rank: every rank retries") {
+TEST_CASE("dist: a guard failing between two collectives on one rank: every rank retries",
+          "[agreement]") {
   auto step = two_collective_step("guard between collectives");
   CHECK(step(input(one), 0).to_vector() == std::vector<float>{two_collective_total(one)});
   CHECK(step(input(two), 0).to_vector() == std::vector<float>{two_collective_total(two)});
@@ -117,7 +136,8 @@ TEST_CASE("dist: a guard failing between two collectives on one rank: every rank
   }
 }
 
-TEST_CASE("dist: a rank that records while the others replay makes the same agreements") {
+TEST_CASE("dist: a rank that records while the others replay makes the same agreements",
+          "[agreement]") {
   auto step = two_collective_step("one rank records");
   CHECK(step(input(one), 0).to_vector() == std::vector<float>{two_collective_total(one)});
   // Rank 0 alone passes another tag: it records (agreeing before the all_reduce and at the
@@ -131,7 +151,8 @@ TEST_CASE("dist: a rank that records while the others replay makes the same agre
   CHECK(step.n_recordings() == (me() == 0 ? 2u : 1u));
 }
 
-TEST_CASE("dist: a replay's guard failing while another rank records raises on every rank") {
+TEST_CASE("dist: a replay's guard failing while another rank records raises on every rank",
+          "[agreement]") {
   auto step = two_collective_step("guard while recording");
   auto rank0_six = [](int r) -> size_t { return r == 0 ? 6 : 1; };
   CHECK(step(input(one), 0).to_vector() == std::vector<float>{two_collective_total(one)});
@@ -149,7 +170,8 @@ TEST_CASE("dist: a replay's guard failing while another rank records raises on e
   CHECK(step(input(two), 0).to_vector() == std::vector<float>{two_collective_total(two)});
 }
 
-TEST_CASE("dist: a guard failing after the last collective on one rank: every rank retries") {
+TEST_CASE("dist: a guard failing after the last collective on one rank: every rank retries",
+          "[agreement]") {
   auto step = ff::freeze(
       [](const ff::Float& x) {
         ff::Float got = ff::dist::sendrecv(x, next_rank(me()), prev_rank(me()));
@@ -174,7 +196,8 @@ TEST_CASE("dist: a guard failing after the last collective on one rank: every ra
   CHECK(step.n_recordings() == 2);
 }
 
-TEST_CASE("dist: a size guard after an all_gather failing on every rank: every rank retries") {
+TEST_CASE("dist: a size guard after an all_gather failing on every rank: every rank retries",
+          "[agreement]") {
   auto step = ff::freeze([](const ff::Float& x) {
     ff::Float all = ff::dist::all_gather(x);
     return all.size() > 4 ? all * 2.f : all + 1.f;
@@ -195,7 +218,8 @@ TEST_CASE("dist: a size guard after an all_gather failing on every rank: every r
   CHECK(step.n_replays() == 2);
 }
 
-TEST_CASE("dist: an error in a replay after a collective raises on every rank while one waits") {
+TEST_CASE("dist: an error in a replay after a collective raises on every rank while one waits",
+          "[agreement]") {
   // Replayed below the public API on a backend whose launches fail on rank 0: two all_reduces
   // with a kernel between them (the others wait in the second), and one all_reduce with the
   // kernel after it (nobody waits: rank 0 raises alone, the others have their results).
@@ -207,45 +231,105 @@ TEST_CASE("dist: an error in a replay after a collective raises on every rank wh
   ff::Recording after = ff::record({x}, [&] {
     return std::vector<ff::AnyArray>{ff::dist::all_reduce(x, ff::ReduceOp::Add) * 2.f};
   });
-  FailingBackend backend;
-  ff::replay::ReplayPlan plan_between(ff::detail::recording_state(between)->data, backend);
-  ff::replay::ReplayPlan plan_after(ff::detail::recording_state(after)->data, backend);
-  CHECK_FALSE(plan_between.agree_at_end);  // no guard: nothing can fail after the last one
-  std::vector<float> xs{1.f, 2.f, 3.f};
-  void* p = backend.alloc(ff::ScalarType::Float32, xs.size(), {});
-  backend.copy(p, xs.data(), xs.size() * sizeof(float), ff::CopyKind::HostToDevice);
-  ff::replay::ReplayInput in[] = {{p, ff::ScalarType::Float32, xs.size()}};
-  uint64_t bytes_before = backend.stats().bytes_allocated;
-  auto n = static_cast<float>(ranks());
-  auto read = [&](const std::vector<ff::replay::ReplayOutput>& outs) {
-    REQUIRE(outs.size() == 1);
-    std::vector<float> got(outs[0].size);
-    backend.copy(got.data(), outs[0].ptr, got.size() * sizeof(float), ff::CopyKind::DeviceToHost);
-    backend.release(outs[0].ptr);
-    return got;
-  };
+  for (bool batches : {false, true}) {
+    INFO((batches ? "batched (command lists)" : "op by op"));
+    FailingBackend backend(batches);
+    ff::replay::ReplayPlan plan_between(ff::detail::recording_state(between)->data, backend);
+    ff::replay::ReplayPlan plan_after(ff::detail::recording_state(after)->data, backend);
+    CHECK_FALSE(plan_between.agree_at_end);  // all_reduces exchange no sizes
+    std::vector<float> xs{1.f, 2.f, 3.f};
+    void* p = backend.alloc(ff::ScalarType::Float32, xs.size(), {});
+    backend.copy(p, xs.data(), xs.size() * sizeof(float), ff::CopyKind::HostToDevice);
+    ff::replay::ReplayInput in[] = {{p, ff::ScalarType::Float32, xs.size()}};
+    uint64_t bytes_before = backend.stats().bytes_allocated;
+    auto n = static_cast<float>(ranks());
+    auto read = [&](const std::vector<ff::replay::ReplayOutput>& outs) {
+      REQUIRE(outs.size() == 1);
+      std::vector<float> got(outs[0].size);
+      backend.copy(got.data(), outs[0].ptr, got.size() * sizeof(float), ff::CopyKind::DeviceToHost);
+      backend.release(outs[0].ptr);
+      return got;
+    };
 
-  backend.armed = me() == 0;
-  if (me() == 0)
-    CHECK_THROWS_WITH(ff::replay::run(plan_between, backend, in, {}),
-                      Catch::Contains("this launch fails"));
-  else
-    CHECK_THROWS_WITH(ff::replay::run(plan_between, backend, in, {}),
-                      Catch::Contains("rank 0 failed") && Catch::Contains("every rank raises"));
-  CHECK(backend.stats().bytes_allocated == bytes_before);
+    backend.armed = me() == 0;
+    if (me() == 0)
+      CHECK_THROWS_WITH(ff::replay::run(plan_between, backend, in, {}),
+                        Catch::Contains("this launch fails"));
+    else
+      CHECK_THROWS_WITH(ff::replay::run(plan_between, backend, in, {}),
+                        Catch::Contains("rank 0 failed") && Catch::Contains("every rank raises"));
+    CHECK(backend.stats().bytes_allocated == bytes_before);
 
-  if (me() == 0)
-    CHECK_THROWS_AS(ff::replay::run(plan_after, backend, in, {}), ff::BackendError);
-  else
+    if (me() == 0)
+      CHECK_THROWS_AS(ff::replay::run(plan_after, backend, in, {}), ff::BackendError);
+    else
+      CHECK(read(ff::replay::run(plan_after, backend, in, {})) ==
+            std::vector<float>{2.f * n, 4.f * n, 6.f * n});
+    CHECK(backend.stats().bytes_allocated == bytes_before);
+
+    // The next replays line up on every rank.
+    backend.armed = false;
+    CHECK(read(ff::replay::run(plan_between, backend, in, {})) ==
+          std::vector<float>{2.f * n * n, 4.f * n * n, 6.f * n * n});
     CHECK(read(ff::replay::run(plan_after, backend, in, {})) ==
           std::vector<float>{2.f * n, 4.f * n, 6.f * n});
-  CHECK(backend.stats().bytes_allocated == bytes_before);
+    backend.release(p);
+  }
+}
 
-  // The next replays line up on every rank.
-  backend.armed = false;
-  CHECK(read(ff::replay::run(plan_between, backend, in, {})) ==
-        std::vector<float>{2.f * n * n, 4.f * n * n, 6.f * n * n});
-  CHECK(read(ff::replay::run(plan_after, backend, in, {})) ==
-        std::vector<float>{2.f * n, 4.f * n, 6.f * n});
-  backend.release(p);
+TEST_CASE("dist: ranks whose recordings differ in their guards make the same agreements",
+          "[agreement]") {
+  // Only rank 0 reads the gathered size (a guard after the collective), and the ranks' own
+  // sizes take different paths: the agreements follow the kinds of collectives, which every
+  // rank shares, not the guards, so nothing waits (a hang fails the CTest timeout).
+  auto rank0_reads = ff::freeze([](const ff::Float& x) {
+    ff::Float all = ff::dist::all_gather(x);
+    if (me() == 0)
+      return all.size() > 4 ? all * 2.f : all + 1.f;
+    return all * 3.f;
+  });
+  auto by_own_size = ff::freeze([](const ff::Float& x) {
+    ff::Float all = ff::dist::all_gather(x);
+    if (x.size() > 2)  // rank 0 has 3 elements, the others 1
+      return all.size() > 6 ? all * 2.f : all + 1.f;
+    return all * 3.f;
+  });
+  auto rank0_three = [](int r) -> size_t { return r == 0 ? 3 : 1; };
+  for (int round = 0; round < 3; ++round) {
+    INFO("round " << round);
+    CHECK(rank0_reads(input(one)).to_vector().size() == static_cast<size_t>(ranks()));
+    CHECK(by_own_size(input(rank0_three)).to_vector().size() == static_cast<size_t>(ranks()) + 2);
+  }
+  CHECK(rank0_reads.n_recordings() == 1);
+  CHECK(by_own_size.n_recordings() == 1);
+}
+
+TEST_CASE("dist: a recording that fails after its last collective tells the replaying ranks",
+          "[agreement]") {
+  // Rank 0 records (another tag) and its recording is refused after the sendrecv (the body
+  // reads an array that is no argument); the others replay and wait in the agreement at the
+  // end. Every rank raises, and the next collective lines up with its own data.
+  ff::Float outside = ff::Float::from({10.f, 20.f});
+  ff::eval(outside);
+  auto step = ff::freeze(
+      [&](const ff::Float& x, int tag) {
+        ff::Float got = ff::dist::sendrecv(x, next_rank(me()), prev_rank(me()));
+        if (tag == 7)
+          return got + ff::sum(outside);  // refused: `outside` is no argument
+        return got + 1.f;
+      },
+      ff::FreezeOptions{.name = "refused after the sendrecv"});
+  auto want = std::vector<float>(2, static_cast<float>(prev_rank(me()) + 2));
+  CHECK(step(input(two), 0).to_vector() == want);
+  if (me() == 0) {
+    CHECK_THROWS_AS(step(input(two), 7), ff::FreezeError);
+  } else {
+    CHECK_THROWS_WITH(step(input(two), 0),
+                      Catch::Contains("rank 0 failed") && Catch::Contains("every rank raises"));
+  }
+  std::vector<float> sum =
+      ff::dist::all_reduce(ff::Float::from({1.5f, 2.5f, 3.5f}), ff::ReduceOp::Add).to_vector();
+  auto n = static_cast<float>(ranks());
+  CHECK(sum == std::vector<float>{1.5f * n, 2.5f * n, 3.5f * n});
+  CHECK(step(input(two), 0).to_vector() == want);
 }
