@@ -16,7 +16,7 @@ namespace {
 
 }  // namespace
 
-void init(int*, char***) {
+void init(int*, char***, std::optional<bool>) {
   no_mpi("init");
 }
 

@@ -219,28 +219,13 @@ bool library_is_cuda_aware() {
 #endif
 }
 
-/// FF_DIST_CUDA_AWARE: `1`/`on` or `0`/`off`; nullopt for unset or `auto` (ask the library,
-/// which answers only once MPI is initialised).
-std::optional<bool> cuda_aware_setting() {
-  const char* v = std::getenv("FF_DIST_CUDA_AWARE");
-  std::string s = v ? v : "";
-  if (s.empty() || s == "auto")
-    return std::nullopt;
-  if (s == "1" || s == "on")
-    return true;
-  if (s == "0" || s == "off")
-    return false;
-  throw Error("FF_DIST_CUDA_AWARE='" + s + "': expected 1, on, 0, off or auto");
-}
-
 }  // namespace
 
-void init(int* argc, char*** argv) {
+void init(int* argc, char*** argv, std::optional<bool> forced) {
   World& w = world();
   std::lock_guard lock(w.mutex);
   if (w.initialized.load(std::memory_order_acquire))
     return;
-  std::optional<bool> forced = cuda_aware_setting();  // a bad setting raises before MPI starts
   int already = 0, finalized = 0;
   check(MPI_Initialized(&already), "MPI_Initialized");
   check(MPI_Finalized(&finalized), "MPI_Finalized");

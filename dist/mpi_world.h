@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,9 @@ class EveryRankError : public Error {
 /// kept, and use from a second thread raises ff::Error where it is below MULTIPLE), and makes
 /// freezeframe's own communicator (a duplicate of MPI_COMM_WORLD that returns errors instead
 /// of aborting). A second init() without finalize() does nothing.
-void init(int* argc, char*** argv);
+/// `cuda_aware`: whether MPI takes device pointers (takes_device_pointers()); nullopt asks the
+/// library once MPI is up (FF_DIST_CUDA_AWARE, read by the front end).
+void init(int* argc, char*** argv, std::optional<bool> cuda_aware = std::nullopt);
 /// Frees the communicator; finalises MPI only where init() started it. Safe to call twice.
 void finalize() noexcept;
 /// True between init() and finalize().
@@ -37,9 +40,8 @@ int size(const char* what = "size");
 
 /// True where MPI takes device (CUDA) pointers itself, so a GPU backend hands its buffers to
 /// the collectives instead of staging them through host memory. Decided at init(): the MPI
-/// library's own answer (Open MPI's MPIX_Query_cuda_support), unless FF_DIST_CUDA_AWARE says
-/// `1` or `0` (a wrong `1` makes MPI read device addresses as host memory). False before
-/// init().
+/// library's own answer (Open MPI's MPIX_Query_cuda_support), unless init() was told (a wrong
+/// `true` makes MPI read device addresses as host memory). False before init().
 bool takes_device_pointers();
 
 /// The result count of `c` (see Collective); exchanges counts between ranks where it must

@@ -12,15 +12,16 @@
 #include "common/log.h"
 #include "dist/mpi_world.h"
 #include "freezeframe/detail/tracer_api.h"
+#include "runtime/environment.h"
 
 namespace ff::dist {
 
 void init(int& argc, char**& argv) {
-  dist_impl::init(&argc, &argv);
+  dist_impl::init(&argc, &argv, ff::detail::dist_cuda_aware_from_environment());
 }
 
 void init() {
-  dist_impl::init(nullptr, nullptr);
+  dist_impl::init(nullptr, nullptr, ff::detail::dist_cuda_aware_from_environment());
 }
 
 void finalize() {

@@ -90,17 +90,24 @@ namespace {
 /// Inside a catch: the outermost recording failed. Where it had run a collective that exchanged
 /// sizes, the other ranks' next exchange for this call is an agreement (before their next
 /// collective, or at the end of a recording of the same kinds), so this rank reports the
-/// failure there and every rank raises. Not after an error inside a collective (the others are
-/// still in it), nor after one every rank raised at once; and not where only all_reduces ran:
-/// whether the others wait then depends on collectives this rank never reached.
+/// failure there and every rank raises. Not after an error every rank raised at once, and not
+/// where only all_reduces ran: whether the others wait then depends on collectives this rank
+/// never reached. An error inside a collective (the others are still in it) ends every rank,
+/// as a replay's does.
 void tell_ranks_recording_failed(const rec::ScopeCollectives& collectives) {
+  std::string what;
   try {
     throw;
   } catch (const dist_impl::EveryRankError&) {
     return;
+  } catch (const std::exception& e) {
+    what = e.what();
   } catch (...) {
   }
-  if (collectives.count == 0 || !collectives.sizes || collectives.inside)
+  if (collectives.inside)
+    dist_impl::abort_all("a recording failed inside a collective (" + what +
+                         "); the other ranks would wait for this one forever");
+  if (collectives.count == 0 || !collectives.sizes)
     return;
   try {
     (void)dist_impl::agree(dist_impl::Outcome::Failed);

@@ -515,7 +515,8 @@ void RecordingBackend::launch(const KernelHandle& kernel, size_t size, SizeProv 
 namespace {
 
 /// Shared validation of whole-array ops (reduce, prefix_sum, compress).
-void check_whole_array_op(Scope& s, const char* what, const void* in, const void* out) {
+/// The input of a whole-array op must be an array of the scope that something wrote.
+void check_reads_array(Scope& s, const char* what, const void* in) {
   if (s.capture)
     return;
   auto hit = s.slots.find(in);
@@ -526,7 +527,11 @@ void check_whole_array_op(Scope& s, const char* what, const void* in, const void
   if (!hit->live->written)
     throw Refusal(std::string(what) + " reads slot s" + std::to_string(hit->live->slot) +
                   " before anything wrote it");
-  if (!s.slots.find(out))
+}
+
+void check_whole_array_op(Scope& s, const char* what, const void* in, const void* out) {
+  check_reads_array(s, what, in);
+  if (!s.capture && !s.slots.find(out))
     throw Refusal(std::string(what) +
                   " writes to a buffer that is neither an input nor "
                   "created inside the recording");
@@ -625,8 +630,14 @@ size_t RecordingBackend::collective_count(const dist_impl::Collective& c) {
                dist_impl::to_string(c.kind));
         return;
       }
+      // Refused here, before the agreement and the count exchange, not between them and the
+      // data exchange: the other ranks then wait in the agreement, which the front end tells.
+      check_reads_array(s, dist_impl::to_string(c.kind), c.in);
       agree = agree || s.collectives.count > 0;
-      s.collectives.inside = true;  // until collective() has run it
+    });
+    for_each_scope([&](Scope& s) {
+      if (!s.capture)
+        s.collectives.inside = true;  // until collective() has run it
     });
     if (agree) {
       dist_impl::Agreement a = dist_impl::agree(dist_impl::Outcome::Recording);

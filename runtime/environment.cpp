@@ -94,6 +94,17 @@ bool optimizer_enabled_by_environment() {
   return enabled;
 }
 
+std::optional<bool> dist_cuda_aware_from_environment() {
+  std::string v = env_string("FF_DIST_CUDA_AWARE");
+  if (v == "auto")
+    return std::nullopt;
+  try {
+    return env_switch("FF_DIST_CUDA_AWARE");
+  } catch (const Error&) {
+    throw Error("FF_DIST_CUDA_AWARE='" + v + "': expected 1, on, 0, off or auto");
+  }
+}
+
 bool launched_by_mpi() {
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"})
     if (!env_string(name).empty())

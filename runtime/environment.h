@@ -40,6 +40,11 @@ uint32_t freeze_verify_from_environment();
 /// the first recording); throws ff::Error for a value that is not a switch.
 bool optimizer_enabled_by_environment();
 
+/// FF_DIST_CUDA_AWARE: true or false (1/on/..., 0/off/...: hand device buffers to MPI, or stage
+/// them through host memory); nullopt when unset or `auto` (ff::dist asks the MPI library).
+/// Throws ff::Error naming the variable for any other value.
+std::optional<bool> dist_cuda_aware_from_environment();
+
 /// True when an MPI launcher (mpirun / mpiexec of OpenMPI, MPICH or a PMI-based one) started this
 /// process: recorder-replay starts ff::dist only then, instead of MPI as a lone singleton.
 bool launched_by_mpi();

@@ -1102,13 +1102,21 @@ void KernelEmitter::emit_scatter_reduce_lanes(const IrInstr& in, Value* base, Va
 // scatter takes; nullptr otherwise (and with lane0 nullptr: only whether it could be).
 Value* KernelEmitter::lane_operand(uint32_t instr, Value* lane0, unsigned lane) {
   const IrInstr& ld = ir_.instrs[instr];
-  if (ld.op != IrOp::Load || !read_only_[ld.a] || ld.type == ScalarType::Bool)
+  uint32_t param = kNoOperand;  // the buffer it reads at the lane, where that is all it does
+  bool other = false;
+  for_each_param(ld, [&](const IrParamUse& u) {
+    if (u.access == ParamAccess::LaneRead)
+      param = u.param;
+    else
+      other = true;
+  });
+  if (param == kNoOperand || other || !read_only_[param] || ld.type == ScalarType::Bool)
     return nullptr;
   if (!lane0)
     return llvm::ConstantInt::getTrue(b_.getContext());  // a marker: it could be
   Value* at = b_.CreateAdd(lane0, b_.getInt64(lane));
   return b_.CreateAlignedLoad(
-      mem_ty(ld.type), b_.CreateInBoundsGEP(mem_ty(ld.type), ptr_[ld.a], at), align_of(ld.type));
+      mem_ty(ld.type), b_.CreateInBoundsGEP(mem_ty(ld.type), ptr_[param], at), align_of(ld.type));
 }
 
 // Stores vector `v` to a stack slot (allocated in the entry block) and returns the slot.

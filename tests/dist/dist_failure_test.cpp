@@ -333,3 +333,32 @@ TEST_CASE("dist: a recording that fails after its last collective tells the repl
   CHECK(sum == std::vector<float>{1.5f * n, 2.5f * n, 3.5f * n});
   CHECK(step(input(two), 0).to_vector() == want);
 }
+
+TEST_CASE("dist: a recording refused at a collective's own input tells the replaying ranks",
+          "[agreement]") {
+  // Rank 0 records (another tag) a path whose second collective reads an array that is no
+  // argument: refused before that collective's agreement and count exchange, not between them
+  // and its data, so the others, which replay, learn it in the agreement and every rank raises.
+  ff::Float outside = ff::Float::from({10.f, 20.f});
+  ff::eval(outside);
+  auto step = ff::freeze(
+      [&](const ff::Float& x, int tag) {
+        ff::Float got = ff::dist::sendrecv(x, next_rank(me()), prev_rank(me()));
+        return ff::dist::all_reduce(tag == 7 ? outside : got + 1.f, ff::ReduceOp::Add);
+      },
+      ff::FreezeOptions{.name = "refused at a collective's input"});
+  auto n = static_cast<float>(ranks());
+  float each = 0.f;  // every rank's got + 1, summed: (k + 1) + 1 over the ranks k
+  for (int k = 0; k < ranks(); ++k)
+    each += static_cast<float>(k + 2);
+  CHECK(step(input(two), 0).to_vector() == std::vector<float>(2, each));
+  if (me() == 0) {
+    CHECK_THROWS_AS(step(input(two), 7), ff::FreezeError);
+  } else {
+    CHECK_THROWS_WITH(step(input(two), 0),
+                      Catch::Contains("rank 0 failed") && Catch::Contains("every rank raises"));
+  }
+  CHECK(ff::dist::all_reduce(ff::Float::from({0.5f}), ff::ReduceOp::Add).to_vector() ==
+        std::vector<float>{0.5f * n});
+  CHECK(step(input(two), 0).to_vector() == std::vector<float>(2, each));
+}
