@@ -22,6 +22,15 @@ class EveryRankError : public Error {
   using Error::Error;
 };
 
+/// The EveryRankError of a rank whose own size guard failed after a collective while another
+/// rank was recording the call (which cannot retry, so nobody does): a frozen function skips
+/// that recording at its next call, so that it records the call too instead of failing the
+/// same way again.
+class GuardBesideRecorder : public EveryRankError {
+ public:
+  using EveryRankError::EveryRankError;
+};
+
 /// Initialises MPI with MPI_THREAD_MULTIPLE unless the program already has (then its level is
 /// kept, and use from a second thread raises ff::Error where it is below MULTIPLE), and makes
 /// freezeframe's own communicator (a duplicate of MPI_COMM_WORLD that returns errors instead

@@ -54,6 +54,7 @@
 #include "backend/ir/ir_analysis.h"
 #include "common/hash.h"
 #include "common/log.h"
+#include "dist/mpi_world.h"
 #include "frontend/freeze_cache.h"
 #include "frontend/recording_state.h"
 #include "recorder/freeze_section.h"
@@ -331,16 +332,24 @@ void FreezeCore::Impl::run_traced(CallSite& site, CallScratch& cs) {
 void FreezeCore::Impl::record_call(CallSite& site, CallScratch& cs, const SlowCall& c) {
   std::shared_ptr<Held> held;
   CallDescription description;
+  int failed_rank = -1;
   try {
     description = describe_call(site, cs);  // the arguments as passed, before the body runs
-    held = record(site, cs);
+    held = record(site, cs, &failed_rank);
   } catch (...) {
     std::lock_guard lock(mutex);
     abandon(c, cs.full_key);
     throw;
   }
-  std::lock_guard lock(mutex);
-  keep(cs, c, std::move(held), std::move(description));
+  {
+    std::lock_guard lock(mutex);
+    keep(cs, c, std::move(held), std::move(description));
+  }
+  if (failed_rank >= 0)  // kept: the next call with these arguments replays it
+    throw dist_impl::EveryRankError(
+        prefix() + "ff::dist: rank " + std::to_string(failed_rank) +
+        " failed in its replay of this call after its last collective, and this rank, which "
+        "recorded the call, cannot retry it: every rank raises (the recording is kept)");
 }
 
 void FreezeCore::Impl::make_opaque_leaves(CallScratch& cs,
@@ -366,6 +375,8 @@ void FreezeCore::Impl::make_opaque_leaves(CallScratch& cs,
 // Replaying and recording
 
 bool FreezeCore::Impl::replay(CallSite& site, CallScratch& cs, const std::shared_ptr<Held>& held) {
+  if (held->skip_next.exchange(false))
+    return false;  // this rank records the call this time (Held::skip_next)
   // Verify runs the body traced on copies of the arguments as they were before the replay.
   bool check = verify.due();
   if (check && held->collective) {
@@ -393,6 +404,9 @@ bool FreezeCore::Impl::replay(CallSite& site, CallScratch& cs, const std::shared
 bool FreezeCore::Impl::run_replay(CallScratch& cs, const Held& held) {
   try {
     replay_handles(held.recording, cs.inputs, cs.replay);
+  } catch (const dist_impl::GuardBesideRecorder&) {
+    held.skip_next = true;
+    throw;
   } catch (const GuardError& e) {
     logging::record().debug("{}a recorded path does not fit: {}", prefix(), e.what());
     return false;
@@ -511,7 +525,7 @@ std::vector<AnyArray> owned_inputs(const KeyScratch& ks) {
 
 }  // namespace
 
-std::shared_ptr<Held> FreezeCore::Impl::record(CallSite& site, CallScratch& cs) {
+std::shared_ptr<Held> FreezeCore::Impl::record(CallSite& site, CallScratch& cs, int* failed_rank) {
   SinkVisitor sink;
   WrittenArgs written;
   GradOutcome grads;
@@ -531,7 +545,7 @@ std::shared_ptr<Held> FreezeCore::Impl::record(CallSite& site, CallScratch& cs) 
       grads = classify_grads(cs, cs.grad_call, sink, &outputs);
       return outputs;
     };
-    r = record_scope(inputs, body, RecordOptions{options.optimize});
+    r = record_scope(inputs, body, RecordOptions{options.optimize}, failed_rank);
   } catch (const rec::Refusal& e) {
     // What the recorder refused, with the function's name; the body's own exceptions
     // (FreezeErrors from nested calls, f.clear() inside it, ...) pass through unchanged.

@@ -53,6 +53,9 @@ struct Held {
   // ff::dist collectives inside: verify never re-runs it traced, which would issue collectives
   // the other ranks do not.
   bool collective = false;
+  // Its replay failed a guard after a collective while another rank recorded the call: the
+  // next call skips it (and records), as the recording rank will have recorded the call.
+  mutable std::atomic<bool> skip_next{false};
   std::string context;  // what its messages start with: the function, the file it came from
   // The types (CallSite::types) its result shape fitted last: rebuilt into those directly,
   // into any others staged first.
@@ -183,7 +186,9 @@ struct FreezeCore::Impl {
   bool replay(CallSite& site, CallScratch& cs, const std::shared_ptr<Held>& held);
   bool run_replay(CallScratch& cs, const Held& held);
   void rebuild(CallSite& site, CallScratch& cs, Held& held);
-  std::shared_ptr<Held> record(CallSite& site, CallScratch& cs);
+  /// `failed_rank`: set (>= 0) where another rank's replay failed after this recording's last
+  /// collective; the recording is complete and kept, and the call raises after keeping it.
+  std::shared_ptr<Held> record(CallSite& site, CallScratch& cs, int* failed_rank);
   /// Makes leaves opaque: those at `ordinals` (auto_opaque), or every literal.
   void make_opaque_leaves(CallScratch& cs, const std::vector<uint32_t>& ordinals) const;
 

@@ -122,7 +122,7 @@ void tell_ranks_recording_failed(const rec::ScopeCollectives& collectives) {
 
 Recording detail::record_scope(const std::vector<AnyArray>& inputs,
                                const std::function<std::vector<AnyArray>()>& fn,
-                               const RecordOptions& options) {
+                               const RecordOptions& options, int* failed_rank) {
   using namespace detail;
   for (const AnyArray& a : inputs)
     if (!a.valid())
@@ -179,7 +179,11 @@ Recording detail::record_scope(const std::vector<AnyArray>& inputs,
   // are the scope's).
   if (outermost && collectives.sizes) {
     dist_impl::Agreement a = dist_impl::agree(dist_impl::Outcome::Recording);
-    if (a.worst == dist_impl::Outcome::GuardFailed || a.worst == dist_impl::Outcome::Failed)
+    bool failed =
+        a.worst == dist_impl::Outcome::GuardFailed || a.worst == dist_impl::Outcome::Failed;
+    if (failed && failed_rank)
+      *failed_rank = a.failed_rank;
+    else if (failed)
       throw dist_impl::EveryRankError(
           "ff::dist: rank " + std::to_string(a.failed_rank) +
           " failed in its replay of this call after a collective, and this rank, which recorded "

@@ -47,8 +47,11 @@ struct RecordingState {
 /// ff::record, except that what the recorder refuses leaves as rec::Refusal (the frozen
 /// functions' front end names the function in it); ff::record turns it into the plain
 /// ff::FreezeError its callers are promised.
+/// `failed_rank`: where another rank's replay of the call failed after the last collective
+/// (the end agreement, docs/dist.md), the rank is stored there and the finished recording
+/// returned; without it (null), that raises dist_impl::EveryRankError.
 Recording record_scope(const std::vector<AnyArray>& inputs,
                        const std::function<std::vector<AnyArray>()>& fn,
-                       const RecordOptions& options);
+                       const RecordOptions& options, int* failed_rank = nullptr);
 
 }  // namespace ff::detail

@@ -607,7 +607,7 @@ void after_collective_failure(Replay<Exec>& r, const std::exception& e) {
       throw;
     }
     if (guard && !a.retry())  // another rank cannot retry: every rank raises instead
-      throw dist_impl::EveryRankError(
+      throw dist_impl::GuardBesideRecorder(
           "ff::dist: a replay's size guard failed after a collective (" + what +
           ") where another rank cannot retry the call, so every rank raises");
     return;  // the caller rethrows e: the other ranks raise or retry with it

@@ -165,6 +165,11 @@ TEST_CASE("dist: a replay's guard failing while another rank records raises on e
           std::vector<float>{two_collective_total(rank0_six)});
   } else {
     CHECK_THROWS_WITH(step(input(rank0_six), tag), Catch::Contains("every rank raises"));
+    // The same call again: the rank whose guard failed skips that recording and records too,
+    // and every rank has its result; then every rank replays.
+    for (int round = 0; round < 2; ++round)
+      CHECK(step(input(rank0_six), tag).to_vector() ==
+            std::vector<float>{two_collective_total(rank0_six)});
   }
   // The next call lines up on every rank.
   CHECK(step(input(two), 0).to_vector() == std::vector<float>{two_collective_total(two)});
@@ -361,4 +366,37 @@ TEST_CASE("dist: a recording refused at a collective's own input tells the repla
   CHECK(ff::dist::all_reduce(ff::Float::from({0.5f}), ff::ReduceOp::Add).to_vector() ==
         std::vector<float>{0.5f * n});
   CHECK(step(input(two), 0).to_vector() == std::vector<float>(2, each));
+}
+
+TEST_CASE(
+    "dist: a guard failing after the last collective beside a recording rank: every rank "
+    "raises, and the next call succeeds",
+    "[agreement]") {
+  auto step = ff::freeze(
+      [](const ff::Float& x, int tag) {
+        (void)tag;
+        ff::Float got = ff::dist::sendrecv(x, next_rank(me()), prev_rank(me()));
+        return got.size() > 4 ? got * 2.f : got + 1.f;
+      },
+      ff::FreezeOptions{.name = "late guard beside a recording"});
+  auto want = [](size_t (*size)(int)) {
+    int from = prev_rank(me());
+    auto v = static_cast<float>(from + 1);
+    return std::vector<float>(size(from), size(from) > 4 ? v * 2.f : v + 1.f);
+  };
+  CHECK(step(input(one), 0).to_vector() == want(one));
+  // Rank 0 records (another tag) and sends 5: the rank after it replays, and its guard fails
+  // after the sendrecv. Rank 0's recording is complete when the end agreement tells it: it
+  // keeps it and raises with the others. The next call, the failed rank skips the recording
+  // whose guard failed and records, rank 0 replays what it kept.
+  int tag = me() == 0 ? 7 : 0;
+  if (ranks() == 1) {
+    CHECK(step(input(five_from_rank0), tag).to_vector() == want(five_from_rank0));
+  } else {
+    CHECK_THROWS_WITH(step(input(five_from_rank0), tag), Catch::Contains("every rank raises"));
+    for (int round = 0; round < 2; ++round)
+      CHECK(step(input(five_from_rank0), tag).to_vector() == want(five_from_rank0));
+    CHECK(step.n_recordings() == (me() == 0 || me() == next_rank(0) ? 2u : 1u));
+  }
+  CHECK(step(input(one), 0).to_vector() == want(one));
 }
