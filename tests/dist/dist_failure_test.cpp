@@ -71,6 +71,19 @@ auto two_collective_step(const char* name) {
       ff::FreezeOptions{.name = name});
 }
 
+/// A sendrecv, then a size guard on what arrived: the guard follows the last collective.
+ff::Float late_guard(const ff::Float& x) {
+  ff::Float got = ff::dist::sendrecv(x, next_rank(me()), prev_rank(me()));
+  return got.size() > 4 ? got * 2.f : got + 1.f;
+}
+
+/// late_guard() on the host, on this rank, where rank r's input has size(r) elements.
+std::vector<float> late_guard_result(size_t (*size)(int)) {
+  int from = prev_rank(me());
+  auto v = static_cast<float>(from + 1);
+  return std::vector<float>(size(from), size(from) > 4 ? v * 2.f : v + 1.f);
+}
+
 size_t one(int) {
   return 1;
 }
@@ -177,17 +190,9 @@ TEST_CASE("dist: a replay's guard failing while another rank records raises on e
 
 TEST_CASE("dist: a guard failing after the last collective on one rank: every rank retries",
           "[agreement]") {
-  auto step = ff::freeze(
-      [](const ff::Float& x) {
-        ff::Float got = ff::dist::sendrecv(x, next_rank(me()), prev_rank(me()));
-        return got.size() > 4 ? got * 2.f : got + 1.f;
-      },
-      ff::FreezeOptions{.name = "guard after collectives"});
-  auto want = [](size_t (*size)(int)) {
-    int from = prev_rank(me());
-    auto v = static_cast<float>(from + 1);
-    return std::vector<float>(size(from), size(from) > 4 ? v * 2.f : v + 1.f);
-  };
+  auto step = ff::freeze([](const ff::Float& x) { return late_guard(x); },
+                         ff::FreezeOptions{.name = "guard after collectives"});
+  auto want = late_guard_result;
   CHECK(step(input(one)).to_vector() == want(one));
   CHECK(step(input(two)).to_vector() == want(two));
   // The rank after rank 0 fails its guard after the sendrecv, the last collective. The
@@ -309,54 +314,12 @@ TEST_CASE("dist: ranks whose recordings differ in their guards make the same agr
   CHECK(by_own_size.n_recordings() == 1);
 }
 
-TEST_CASE("dist: a recording that fails after its last collective tells the replaying ranks",
-          "[agreement]") {
-  // Rank 0 records (another tag) and its recording is refused after the sendrecv (the body
-  // reads an array that is no argument); the others replay and wait in the agreement at the
-  // end. Every rank raises, and the next collective lines up with its own data.
-  ff::Float outside = ff::Float::from({10.f, 20.f});
-  ff::eval(outside);
-  auto step = ff::freeze(
-      [&](const ff::Float& x, int tag) {
-        ff::Float got = ff::dist::sendrecv(x, next_rank(me()), prev_rank(me()));
-        if (tag == 7)
-          return got + ff::sum(outside);  // refused: `outside` is no argument
-        return got + 1.f;
-      },
-      ff::FreezeOptions{.name = "refused after the sendrecv"});
-  auto want = std::vector<float>(2, static_cast<float>(prev_rank(me()) + 2));
+/// `step(x, tag)` records on rank 0 with tag 7 and its recording is refused after a collective
+/// (it reads an array that is no argument), while the others replay the tag-0 call: every rank
+/// raises, and the next collective and the next call line up.
+template <class Step>
+void check_refusal_reaches_every_rank(Step& step, const std::vector<float>& want) {
   CHECK(step(input(two), 0).to_vector() == want);
-  if (me() == 0) {
-    CHECK_THROWS_AS(step(input(two), 7), ff::FreezeError);
-  } else {
-    CHECK_THROWS_WITH(step(input(two), 0),
-                      Catch::Contains("rank 0 failed") && Catch::Contains("every rank raises"));
-  }
-  std::vector<float> sum =
-      ff::dist::all_reduce(ff::Float::from({1.5f, 2.5f, 3.5f}), ff::ReduceOp::Add).to_vector();
-  auto n = static_cast<float>(ranks());
-  CHECK(sum == std::vector<float>{1.5f * n, 2.5f * n, 3.5f * n});
-  CHECK(step(input(two), 0).to_vector() == want);
-}
-
-TEST_CASE("dist: a recording refused at a collective's own input tells the replaying ranks",
-          "[agreement]") {
-  // Rank 0 records (another tag) a path whose second collective reads an array that is no
-  // argument: refused before that collective's agreement and count exchange, not between them
-  // and its data, so the others, which replay, learn it in the agreement and every rank raises.
-  ff::Float outside = ff::Float::from({10.f, 20.f});
-  ff::eval(outside);
-  auto step = ff::freeze(
-      [&](const ff::Float& x, int tag) {
-        ff::Float got = ff::dist::sendrecv(x, next_rank(me()), prev_rank(me()));
-        return ff::dist::all_reduce(tag == 7 ? outside : got + 1.f, ff::ReduceOp::Add);
-      },
-      ff::FreezeOptions{.name = "refused at a collective's input"});
-  auto n = static_cast<float>(ranks());
-  float each = 0.f;  // every rank's got + 1, summed: (k + 1) + 1 over the ranks k
-  for (int k = 0; k < ranks(); ++k)
-    each += static_cast<float>(k + 2);
-  CHECK(step(input(two), 0).to_vector() == std::vector<float>(2, each));
   if (me() == 0) {
     CHECK_THROWS_AS(step(input(two), 7), ff::FreezeError);
   } else {
@@ -364,8 +327,36 @@ TEST_CASE("dist: a recording refused at a collective's own input tells the repla
                       Catch::Contains("rank 0 failed") && Catch::Contains("every rank raises"));
   }
   CHECK(ff::dist::all_reduce(ff::Float::from({0.5f}), ff::ReduceOp::Add).to_vector() ==
-        std::vector<float>{0.5f * n});
-  CHECK(step(input(two), 0).to_vector() == std::vector<float>(2, each));
+        std::vector<float>{0.5f * static_cast<float>(ranks())});
+  CHECK(step(input(two), 0).to_vector() == want);
+}
+
+TEST_CASE("dist: a recording refused after a collective tells the replaying ranks", "[agreement]") {
+  ff::Float outside = ff::Float::from({10.f, 20.f});
+  ff::eval(outside);
+  // After the last collective: the others wait in the agreement at the end.
+  auto after_last = ff::freeze(
+      [&](const ff::Float& x, int tag) {
+        ff::Float got = ff::dist::sendrecv(x, next_rank(me()), prev_rank(me()));
+        if (tag == 7)
+          return got + ff::sum(outside);
+        return got + 1.f;
+      },
+      ff::FreezeOptions{.name = "refused after the sendrecv"});
+  check_refusal_reaches_every_rank(after_last,
+                                   std::vector<float>(2, static_cast<float>(prev_rank(me()) + 2)));
+  // At the second collective's own input: refused before that collective's agreement and
+  // count exchange, not between them and its data, so the others learn it in the agreement.
+  auto at_input = ff::freeze(
+      [&](const ff::Float& x, int tag) {
+        ff::Float got = ff::dist::sendrecv(x, next_rank(me()), prev_rank(me()));
+        return ff::dist::all_reduce(tag == 7 ? outside : got + 1.f, ff::ReduceOp::Add);
+      },
+      ff::FreezeOptions{.name = "refused at a collective's input"});
+  float each = 0.f;  // every rank's got + 1, summed: (k + 1) + 1 over the ranks k
+  for (int k = 0; k < ranks(); ++k)
+    each += static_cast<float>(k + 2);
+  check_refusal_reaches_every_rank(at_input, std::vector<float>(2, each));
 }
 
 TEST_CASE(
@@ -375,15 +366,10 @@ TEST_CASE(
   auto step = ff::freeze(
       [](const ff::Float& x, int tag) {
         (void)tag;
-        ff::Float got = ff::dist::sendrecv(x, next_rank(me()), prev_rank(me()));
-        return got.size() > 4 ? got * 2.f : got + 1.f;
+        return late_guard(x);
       },
       ff::FreezeOptions{.name = "late guard beside a recording"});
-  auto want = [](size_t (*size)(int)) {
-    int from = prev_rank(me());
-    auto v = static_cast<float>(from + 1);
-    return std::vector<float>(size(from), size(from) > 4 ? v * 2.f : v + 1.f);
-  };
+  auto want = late_guard_result;
   CHECK(step(input(one), 0).to_vector() == want(one));
   // Rank 0 records (another tag) and sends 5: the rank after it replays, and its guard fails
   // after the sendrecv. Rank 0's recording is complete when the end agreement tells it: it
