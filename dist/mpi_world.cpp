@@ -291,18 +291,16 @@ void finalize() noexcept {
 Agreement agree(Outcome mine) {
   comm_for("agreement");
   World& w = world();
-  bool failing = mine == Outcome::GuardFailed || mine == Outcome::Failed;
   // MAX of each: the worst outcome with the highest rank that has it, and whether any rank
   // records.
-  int in[2] = {(static_cast<int>(mine) << 24) | (failing ? w.rank : 0),
+  int in[2] = {(static_cast<int>(mine) << 24) | (is_failure(mine) ? w.rank : 0),
                mine == Outcome::Recording ? 1 : 0};
   int out[2] = {0, 0};
   check(MPI_Allreduce(in, out, 2, MPI_INT, MPI_MAX, w.agree_comm),
         "the agreement between a replay's collectives");
   Agreement a;
   a.worst = static_cast<Outcome>(out[0] >> 24);
-  a.failed_rank =
-      a.worst == Outcome::GuardFailed || a.worst == Outcome::Failed ? out[0] & 0xFFFFFF : -1;
+  a.failed_rank = a.failed() ? out[0] & 0xFFFFFF : -1;
   a.recording = out[1] != 0;
   return a;
 }

@@ -70,6 +70,11 @@ enum class Outcome : int {
   Failed = 3,       // any other error
 };
 
+/// A guard or another error (not Ok, not Recording).
+inline bool is_failure(Outcome o) {
+  return o == Outcome::GuardFailed || o == Outcome::Failed;
+}
+
 /// What every rank said: the worst outcome, the highest rank that reported it where it is a
 /// failure (-1: none), and whether some rank was recording.
 struct Agreement {
@@ -77,10 +82,20 @@ struct Agreement {
   int failed_rank = -1;
   bool recording = false;
 
+  /// Some rank failed (a guard or another error).
+  bool failed() const { return is_failure(worst); }
+
   /// Every rank may retry the call on another path: a guard failed somewhere, nothing worse,
   /// and no rank is tracing (which cannot retry).
   bool retry() const { return worst == Outcome::GuardFailed && !recording; }
 };
+
+/// The message of a rank that records a call while rank `failed_rank` failed its replay of it
+/// `where` ("between two collectives"): the recording rank cannot retry, so every rank raises.
+inline std::string recorder_cannot_retry(int failed_rank, const char* where) {
+  return "ff::dist: rank " + std::to_string(failed_rank) + " failed in its replay of this call " +
+         where + ", and this rank, which records the call, cannot retry it: every rank raises";
+}
 
 /// Every rank states its outcome; returns what all of them said (one MPI_Allreduce of two
 /// ints, on a communicator of its own). A recording or replay calls it before each collective

@@ -347,9 +347,8 @@ void FreezeCore::Impl::record_call(CallSite& site, CallScratch& cs, const SlowCa
   }
   if (failed_rank >= 0)  // kept: the next call with these arguments replays it
     throw dist_impl::EveryRankError(
-        prefix() + "ff::dist: rank " + std::to_string(failed_rank) +
-        " failed in its replay of this call after its last collective, and this rank, which "
-        "recorded the call, cannot retry it: every rank raises (the recording is kept)");
+        prefix() + dist_impl::recorder_cannot_retry(failed_rank, "after its last collective") +
+        " (the recording is kept)");
 }
 
 void FreezeCore::Impl::make_opaque_leaves(CallScratch& cs,

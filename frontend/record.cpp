@@ -179,15 +179,11 @@ Recording detail::record_scope(const std::vector<AnyArray>& inputs,
   // are the scope's).
   if (outermost && collectives.sizes) {
     dist_impl::Agreement a = dist_impl::agree(dist_impl::Outcome::Recording);
-    bool failed =
-        a.worst == dist_impl::Outcome::GuardFailed || a.worst == dist_impl::Outcome::Failed;
-    if (failed && failed_rank)
+    if (a.failed() && failed_rank)
       *failed_rank = a.failed_rank;
-    else if (failed)
+    else if (a.failed())
       throw dist_impl::EveryRankError(
-          "ff::dist: rank " + std::to_string(a.failed_rank) +
-          " failed in its replay of this call after a collective, and this rank, which recorded "
-          "the call, cannot retry it: every rank raises");
+          dist_impl::recorder_cannot_retry(a.failed_rank, "after its last collective"));
   }
   return Recording(std::make_shared<RecordingState>(std::move(*data)));
 }

@@ -641,12 +641,9 @@ size_t RecordingBackend::collective_count(const dist_impl::Collective& c) {
     });
     if (agree) {
       dist_impl::Agreement a = dist_impl::agree(dist_impl::Outcome::Recording);
-      if (a.worst == dist_impl::Outcome::GuardFailed || a.worst == dist_impl::Outcome::Failed)
+      if (a.failed())
         throw dist_impl::EveryRankError(
-            "ff::dist::" + std::string(dist_impl::to_string(c.kind)) + ": rank " +
-            std::to_string(a.failed_rank) +
-            " failed in its replay of this call between two collectives, and this rank, which "
-            "is recording the call, cannot retry it: every rank raises");
+            dist_impl::recorder_cannot_retry(a.failed_rank, "between two collectives"));
     }
   }
   return inner().collective_count(c);

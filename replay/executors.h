@@ -122,7 +122,7 @@ class Batching {
 
   void copy(void* dst, const void* src, uint64_t bytes, CopyKind kind) {
     if (kind != CopyKind::DeviceToDevice) {  // host memory: not part of a batch
-      submit_list();
+      flush();
       backend_.copy(dst, src, bytes, kind);
       return;
     }
@@ -174,32 +174,46 @@ class Batching {
     c.src = mask;
     c.size = n;
     c.dst = out;
-    return submit_list();
+    return flush();
   }
 
   /// A collective talks to other processes from the host: the work before it runs first.
   uint64_t collective_count(const dist_impl::Collective& c) {
-    submit_list();
+    flush();
     return backend_.collective_count(c);
   }
 
   void collective(const dist_impl::Collective& c) {
-    submit_list();
+    flush();
     backend_.collective(c);
   }
 
   void sync() {
-    submit_list();
+    flush();
     backend_.sync();
   }
 
   void guard(const SizeGuard&, bool) {}
 
-  void finish() { submit_list(); }
+  void finish() { flush(); }
 
-  /// Runs the work queued so far, before the host talks to other processes (the walker's
-  /// agreements): an error in it is this rank's own, raised before the exchange.
-  void flush() { (void)submit_list(); }
+  /// Hands the work queued so far to the backend (also before the walker's agreements: an
+  /// error in it is then this rank's own, raised before the exchange). Returns the list's
+  /// compress count.
+  size_t flush() {
+    if (list_.empty())
+      return 0;
+    list_.key = (plan_id_ * 0x9E3779B97F4A7C15ull) ^ (++segment_);
+    size_t count;
+    try {
+      count = backend_.submit(list_);
+    } catch (...) {
+      list_.clear();  // submit disposed of the list's releases either way
+      throw;
+    }
+    list_.clear();
+    return count;
+  }
 
   /// A batch abandoned by an error never runs: its buffers go back at once.
   void abandon() noexcept {
@@ -214,21 +228,6 @@ class Batching {
     Command& c = list_.commands.emplace_back();
     c.kind = kind;
     return c;
-  }
-
-  size_t submit_list() {
-    if (list_.empty())
-      return 0;
-    list_.key = (plan_id_ * 0x9E3779B97F4A7C15ull) ^ (++segment_);
-    size_t count;
-    try {
-      count = backend_.submit(list_);
-    } catch (...) {
-      list_.clear();  // submit disposed of the list's releases either way
-      throw;
-    }
-    list_.clear();
-    return count;
   }
 
   Backend& backend_;

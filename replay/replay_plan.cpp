@@ -57,12 +57,6 @@ std::vector<Extent> buffer_extents(const KernelIR& ir) {
   return e;
 }
 
-/// A guard checked before the first op: it reads the inputs' sizes only.
-bool is_early(const rec::RecordingData& d, const rec::Guard& g) {
-  return g.after_op == rec::kNone ||
-         (rec::depends_only_on_inputs(d, g.lhs) && rec::depends_only_on_inputs(d, g.rhs));
-}
-
 }  // namespace
 
 bool agrees_at_end(const rec::RecordingData& d) {
@@ -109,7 +103,9 @@ ReplayPlan::ReplayPlan(rec::ValidatedRecording data, Backend& backend)
   std::vector<std::vector<uint32_t>> after(d.ops.size());
   for (uint32_t g = 0; g < d.guards.size(); ++g) {
     const rec::Guard& gd = d.guards[g];
-    if (is_early(d, gd))
+    bool early = gd.after_op == rec::kNone ||
+                 (rec::depends_only_on_inputs(d, gd.lhs) && rec::depends_only_on_inputs(d, gd.rhs));
+    if (early)
       guard_order.push_back(g);
     else
       after[gd.after_op].push_back(g);

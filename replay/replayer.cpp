@@ -53,7 +53,7 @@ class Replay {
 
   /// True once this replay has issued a collective: from then on the other ranks wait for this
   /// one's next collective, so an error may not leave it alone (replay_with()).
-  bool issued_collective() const { return issued_collective_; }
+  bool issued_collective() const { return collectives_done_ > 0 || in_collective_; }
 
   /// True while a collective is under way (its count or data exchange): an error there leaves
   /// the other ranks inside it, which no agreement can reach.
@@ -72,11 +72,7 @@ class Replay {
   /// This rank failed after a collective (`guard`: a size guard): tells every rank in the
   /// agreement they wait in next. Returns that agreement.
   dist_impl::Agreement agree_failure(bool guard) {
-    in_collective_ = true;  // an MPI error inside leaves the others in it
-    dist_impl::Agreement a =
-        dist_impl::agree(guard ? dist_impl::Outcome::GuardFailed : dist_impl::Outcome::Failed);
-    in_collective_ = false;
-    return a;
+    return agree(guard ? dist_impl::Outcome::GuardFailed : dist_impl::Outcome::Failed);
   }
 
   void set_check_collectives(bool on) { check_collectives_ = on; }
@@ -259,7 +255,6 @@ class Replay {
     exec_.flush();
     if (agreements_ && collectives_done_ > 0)
       agree_ok();
-    issued_collective_ = true;
     in_collective_ = true;
     c.out_count = exec_.collective_count(c);
     uint64_t bytes = bytes_of(c.out_count, elem, i);
@@ -276,19 +271,23 @@ class Replay {
     s_.size[op.dst] = c.out_count;
   }
 
-  /// An agreement in which this rank is fine; raises where another failed (settle()).
-  void agree_ok() {
-    in_collective_ = true;  // an MPI error inside leaves the others in it
-    dist_impl::Agreement a = dist_impl::agree(dist_impl::Outcome::Ok);
+  /// This rank's agreement with the others; an MPI error inside leaves them in it, as one
+  /// inside a collective does.
+  dist_impl::Agreement agree(dist_impl::Outcome mine) {
+    in_collective_ = true;
+    dist_impl::Agreement a = dist_impl::agree(mine);
     in_collective_ = false;
-    settle(a);
+    return a;
   }
+
+  /// An agreement in which this rank is fine; raises where another failed (settle()).
+  void agree_ok() { settle(agree(dist_impl::Outcome::Ok)); }
 
   /// After an agreement in which this rank was fine: raises where another rank failed. Every
   /// replaying rank retries the call on another path when only guards failed and no rank is
   /// tracing; otherwise every rank raises.
   void settle(const dist_impl::Agreement& a) {
-    if (a.worst != dist_impl::Outcome::GuardFailed && a.worst != dist_impl::Outcome::Failed)
+    if (!a.failed())
       return;
     agreed_ = true;
     std::string who = "rank " + std::to_string(a.failed_rank);
@@ -384,7 +383,6 @@ class Replay {
   Exec exec_;
   Scratch& s_;
   std::vector<void*> input_copies_;
-  bool issued_collective_ = false;
   bool in_collective_ = false;
   bool agreed_ = false;
   bool end_agreed_ = false;

@@ -124,7 +124,7 @@ class KernelEmitter {
   Value* emit_scatter_inc(const IrInstr& in, Value* tail);
   void emit_scatter_reduce_lanes(const IrInstr& in, Value* ptrs_base, Value* idx, Value* val,
                                  Value* mask, Value* lane0);
-  Value* lane_operand(uint32_t instr, Value* lane0, unsigned lane);
+  uint32_t read_only_lane_param(uint32_t instr) const;
   void emit_lane_reduce(ReduceOp op, ScalarType t, Value* p, Value* v, bool atomic);
   Value* emit_combine(ReduceOp op, ScalarType t, Value* old, Value* v);
   Value* emit_lane_increment(Value* p);
@@ -1027,11 +1027,12 @@ void KernelEmitter::emit_scatter_reduce_lanes(const IrInstr& in, Value* base, Va
   }
   Value* bits = b_.CreateZExt(b_.CreateBitCast(mask, b_.getIntNTy(w_)), b_.getInt32Ty());
   b_.CreateCondBr(b_.CreateICmpNE(bits, b_.getInt32(0)), dispatch, cont);
-  // Exclusive with every lane active (the common case): the lanes unrolled, each extracting
-  // its index and value at a constant position.
+  // Exclusive with every lane active (the common case): the lanes unrolled, each taking its
+  // index and value at a constant position.
   b_.SetInsertPoint(dispatch);
-  // (A full vector whose index or value can be read from memory first picks how, below.)
-  bool direct = lane0 && (lane_operand(in.b, nullptr, 0) || lane_operand(in.d, nullptr, 0));
+  uint32_t idx_param = lane0 ? read_only_lane_param(in.b) : kNoOperand;
+  uint32_t val_param = lane0 ? read_only_lane_param(in.d) : kNoOperand;
+  bool direct = idx_param != kNoOperand || val_param != kNoOperand;
   auto* all_lanes = new_block(direct ? "scatter_add_full" : "scatter_add_plain_all");
   auto* some_lanes = new_block("scatter_add_lanes");
   uint32_t full = w_ == 32 ? ~uint32_t{0} : (uint32_t{1} << w_) - 1;
@@ -1047,17 +1048,23 @@ void KernelEmitter::emit_scatter_reduce_lanes(const IrInstr& in, Value* base, Va
   // the input (the mode word's unaliased bit): otherwise the first path is taken.
   ScalarType it = ir_.instrs[in.b].type;
   bool narrow = size_of(it) < 8;
+  // Lane l's element of input `param` (read_only_lane_param), as its Load read it.
+  auto lane_element = [&](uint32_t param, ScalarType type, unsigned l) -> Value* {
+    Value* at = b_.CreateAdd(lane0, b_.getInt64(l));
+    return b_.CreateAlignedLoad(mem_ty(type), b_.CreateInBoundsGEP(mem_ty(type), ptr_[param], at),
+                                align_of(type));
+  };
   auto unrolled = [&](bool from_memory) {
     for (unsigned l = 0; l < w_; ++l) {
-      Value* i = from_memory ? lane_operand(in.b, lane0, l) : nullptr;
-      if (!i)
-        i = b_.CreateExtractElement(narrow ? vals_[in.b] : idx, uint64_t{l});
+      Value* i = from_memory && idx_param != kNoOperand
+                     ? lane_element(idx_param, it, l)
+                     : b_.CreateExtractElement(narrow ? vals_[in.b] : idx, uint64_t{l});
       if (narrow)
         i = is_signed_int(it) ? b_.CreateSExt(i, b_.getInt64Ty())
                               : b_.CreateZExt(i, b_.getInt64Ty());
-      Value* v = from_memory ? lane_operand(in.d, lane0, l) : nullptr;
-      if (!v)
-        v = b_.CreateExtractElement(val, uint64_t{l});
+      Value* v = from_memory && val_param != kNoOperand
+                     ? lane_element(val_param, ir_.instrs[in.d].type, l)
+                     : b_.CreateExtractElement(val, uint64_t{l});
       emit_lane_reduce(op, t, b_.CreateGEP(mem_ty(t), base, i), v, false);
     }
     b_.CreateBr(cont);
@@ -1097,12 +1104,12 @@ void KernelEmitter::emit_scatter_reduce_lanes(const IrInstr& in, Value* base, Va
   b_.SetInsertPoint(cont);
 }
 
-// Lane `lane` of instruction `instr` read from memory where it is a Load of a buffer no
-// instruction writes (at element lane0 + lane, as the Load read it), in the memory type the
-// scatter takes; nullptr otherwise (and with lane0 nullptr: only whether it could be).
-Value* KernelEmitter::lane_operand(uint32_t instr, Value* lane0, unsigned lane) {
+// The buffer parameter instruction `instr` reads at the lane (a Load), where that is all it
+// does and no instruction writes that buffer, so a lane may read its element again later;
+// kNoOperand otherwise (Bool elements too: their memory and register forms differ).
+uint32_t KernelEmitter::read_only_lane_param(uint32_t instr) const {
   const IrInstr& ld = ir_.instrs[instr];
-  uint32_t param = kNoOperand;  // the buffer it reads at the lane, where that is all it does
+  uint32_t param = kNoOperand;
   bool other = false;
   for_each_param(ld, [&](const IrParamUse& u) {
     if (u.access == ParamAccess::LaneRead)
@@ -1111,12 +1118,8 @@ Value* KernelEmitter::lane_operand(uint32_t instr, Value* lane0, unsigned lane) 
       other = true;
   });
   if (param == kNoOperand || other || !read_only_[param] || ld.type == ScalarType::Bool)
-    return nullptr;
-  if (!lane0)
-    return llvm::ConstantInt::getTrue(b_.getContext());  // a marker: it could be
-  Value* at = b_.CreateAdd(lane0, b_.getInt64(lane));
-  return b_.CreateAlignedLoad(
-      mem_ty(ld.type), b_.CreateInBoundsGEP(mem_ty(ld.type), ptr_[param], at), align_of(ld.type));
+    return kNoOperand;
+  return param;
 }
 
 // Stores vector `v` to a stack slot (allocated in the entry block) and returns the slot.

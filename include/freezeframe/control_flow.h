@@ -374,7 +374,7 @@ class LoopGrads {
   std::vector<ScalarType> types_;  // per Float/Float64 array of the state
   std::vector<size_t> rows_;       // the grad-enabled ones' positions among them
   std::vector<AdIndex> sources_;   // and nodes (a reference each)
-  HeldHandles carried_;            // the Jacobian's placeholders
+  HeldHandles carried_;            // the carried Jacobian as the body sees it (enter())
   AdIndex first_ = 0;
   std::vector<AdIndex> leaves_;       // the body's, a reference each while it is traced
   std::vector<Handle> placeholders_;  // the state's Float/Float64 arrays in the body (borrowed)
