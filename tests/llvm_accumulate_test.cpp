@@ -365,12 +365,11 @@ TEST_CASE("an accumulation alone on one thread adds floats in lane order, as a l
 }
 
 TEST_CASE(
-    "a full vector reads its lanes' indices and values from memory only where no target "
-    "aliases an input",
+    "a full vector reads its lanes' indices from memory only where no target aliases an input",
     "[llvm]") {
   // Every lane active (the tests above mask every fifth lane off): the unrolled lanes of a
-  // full vector, with the index and value taken out of the vector registers (mode word 1) or
-  // read from the inputs again (1 | kTargetsUnaliased).
+  // full vector, with the index taken out of the vector register (mode word 1) or read from
+  // the input again (1 | kTargetsUnaliased); the value always comes from its register.
   KernelIR ir = accumulate_kernel(ScalarType::Float32);
   AccumulateInfo info = accumulate_info(ir);
   LlvmJit jit;
@@ -379,7 +378,7 @@ TEST_CASE(
   for (Tier tier : {Tier::Quick, Tier::Optimized}) {
     INFO((tier == Tier::Quick ? "quick" : "optimized") << " tier");
     auto code = jit.compile(ir, tier);
-    auto launch = [&](float* target, const uint32_t* idx, const float* vals, uint64_t bins,
+    auto launch = [&](void* target, const uint32_t* idx, const float* vals, uint64_t bins,
                       uint64_t mode) {
       uint64_t args[] = {bits_of(target), bits_of(idx), bits_of(mask.data()),
                          bits_of(vals),   bins,         mode};
@@ -403,23 +402,25 @@ TEST_CASE(
       launch(target.data(), idx.data(), vals.data(), 37, mode);
       CHECK(ff_test::same_bits(target, want));
     }
-    // The values are the target itself, and each lane adds into the next lane's element: read
-    // from memory, a lane would see what the lane before it wrote. The launch leaves the bit
-    // off for such arguments, and the vector registers keep each value as it was loaded.
-    std::iota(idx.begin(), idx.end(), 1u);
-    uint64_t aliased[] = {1, 2, 3, 1, n + 1};
+    // The indices are the target itself: lane i takes index i + 1 and adds the smallest
+    // subnormal there (subnormals add as their bit patterns do), so each lane moves the index
+    // the next lane reads. Read from memory again, lane 1 would see lane 0's write. The launch
+    // leaves the bit off for such arguments, and the register keeps each index as loaded.
+    // (Forced on, a lane may leave the range its loaded index was checked against: the buffer
+    // has room for every index a lane can then reach, at most 2n.)
+    uint64_t aliased[] = {1, 1, 3, 4, n + 1};
     CHECK_FALSE(targets_unaliased(info, aliased));
-    std::vector<float> start(n + 1);
-    for (size_t i = 0; i <= n; ++i)
-      start[i] = float(i % 7 + 1);
-    std::vector<float> registers = start, memory = start;
-    launch(registers.data(), idx.data(), registers.data(), n + 1, 1);
-    launch(memory.data(), idx.data(), memory.data(), n + 1, 1 | kTargetsUnaliased);
+    std::vector<uint32_t> start(2 * n + 2);
+    std::iota(start.begin(), start.end(), 1u);
+    const std::vector<float> tiny(n, std::bit_cast<float>(1u));
+    std::vector<uint32_t> registers = start, memory = start;
+    launch(registers.data(), registers.data(), tiny.data(), n + 1, 1);
+    launch(memory.data(), memory.data(), tiny.data(), n + 1, 1 | kTargetsUnaliased);
     CHECK(registers != memory);
-    // Within the first vector (at least 4 lanes at every width) each lane added the value
-    // loaded before any lane wrote.
-    for (size_t i = 1; i < 4; ++i)
-      CHECK(registers[i] == start[i] + start[i - 1]);
+    // Within the first vector (at least 4 lanes at every width) lane i added one at its loaded
+    // index i + 1; no later lane reaches those elements.
+    for (size_t i = 1; i <= 4; ++i)
+      CHECK(registers[i] == start[i] + 1);
   }
 }
 

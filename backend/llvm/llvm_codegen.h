@@ -28,7 +28,8 @@ namespace ff::llvm_backend {
 ///    gathers with 32-bit indices from sources of at most 2^31 elements use 32-bit indices.
 /// 6: the unrolled exclusive accumulation reads an index or value that is an unwritten
 ///    input's element from memory (accumulating kernels' mode word gains kTargetsUnaliased).
-inline constexpr int kCodegenRevision = 6;
+/// 7: ... its index only; the value is taken from its vector register.
+inline constexpr int kCodegenRevision = 7;
 
 /// How the element loop is generated.
 enum class LoopStyle : uint8_t {
