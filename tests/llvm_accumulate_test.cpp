@@ -118,8 +118,10 @@ AccumulateStrategy run(Backend& be, const KernelHandle& h, const AccumulateInfo&
   for (const KernelArg& a : args)
     words.push_back(a.bits);
   size_t n = l.idx.size();
-  AccumulateStrategy how = choose_accumulate(info, words, n, launch_plan(be, h, n).n_blocks,
-                                             threads, kernel_work_per_elem(h), atomic_work);
+  const LlvmTuning t;
+  AccumulateStrategy how = choose_accumulate(
+      info, words, n, launch_plan(be, h, n).n_blocks, threads, kernel_work_per_elem(h),
+      {atomic_work, t.private_min_work, t.private_work_per_byte});
   be.launch(h, n, {}, args);
   return how;
 }
@@ -243,17 +245,29 @@ TEST_CASE("an accumulating launch chooses alone, private copies or atomics", "[l
   };
   using S = AccumulateStrategy;
   constexpr uint64_t w = 90, atomic = 3000;  // work per element; an atomic lane's (LlvmTuning)
+  // A privatised split's start and its cost per byte of the copies, as LlvmTuning's defaults.
+  constexpr uint64_t start = uint64_t{1} << 20, per_byte = 64;
   auto choose = [&](const AccumulateInfo& i, const std::vector<uint64_t>& a, size_t size,
                     size_t n_blocks, unsigned threads, uint64_t work = 90) {
-    return choose_accumulate(i, a, size, n_blocks, threads, work, atomic);
+    return choose_accumulate(i, a, size, n_blocks, threads, work, {atomic, start, per_byte});
   };
   // One block (or one thread): no other thread adds, whatever the sizes.
   CHECK(choose(info, args(1024), 65536, 1, 2) == S::Alone);
   CHECK(choose(info, args(1 << 30), 1 << 20, 8, 1) == S::Alone);
-  // Small targets against the lanes of a part: private copies.
+  // Small targets and enough work for the other threads to pay for the split and the copies:
+  // private copies. 1,024 floats on 2 threads: (2^20 + 4,096 * 64) * 2 / 90 = 29,127.1 lanes.
   CHECK(choose(info, args(1024), 65536, 2, 2) == S::Private);
-  CHECK(choose(info, args(1024), 4096, 2, 2) == S::Private);  // 2048 lanes a part
-  CHECK(choose(info, args(1025), 4096, 2, 2) == S::Alone);
+  CHECK(choose(info, args(1024), 29128, 2, 2) == S::Private);
+  CHECK(choose(info, args(1024), 29127, 2, 2) == S::Alone);
+  CHECK(choose(info, args(1024), 29127, 2, 2, 91) == S::Private);  // more work per lane
+  CHECK(choose(info, args(1), 23393, 2, 2) == S::Private);  // a copy is one cache line (64 B)
+  CHECK(choose(info, args(1), 23392, 2, 2) == S::Alone);
+  // More threads take more of the work, and need more copies: (2^20 + 3 * 4,096 * 64) * 4 /
+  // 3 / 90 = 27,186 lanes on 4 (27,185.3).
+  CHECK(choose(info, args(1024), 27186, 4, 4) == S::Private);
+  CHECK(choose(info, args(1024), 27185, 4, 4) == S::Alone);
+  // No start or copy cost: any split launch whose targets allow copies keeps them.
+  CHECK(choose_accumulate(info, args(1024), 128, 2, 2, w, {atomic, 0, 0}) == S::Private);
   // Targets as large as the launch, or past the copy's cap: alone, unless the kernel's other
   // work split over the threads saves more than the atomics cost.
   CHECK(choose(info, args(1000000), 1000000, 8, 2) == S::Alone);
@@ -261,7 +275,8 @@ TEST_CASE("an accumulating launch chooses alone, private copies or atomics", "[l
   CHECK(choose(info, args(1000000), 1000000, 8, 2, 3000) == S::Alone);
   CHECK(choose(info, args(1000000), 1000000, 16, 16, 201) == S::Atomic);  // 15 * 201 > 3000
   CHECK(choose(info, args(kPrivateMaxBytes / 4 + 16), uint64_t{1} << 32, 64, 2) == S::Alone);
-  CHECK(choose_accumulate(info, args(1000000), 1000000, 8, 2, w, 0) == S::Atomic);
+  CHECK(choose_accumulate(info, args(1000000), 1000000, 8, 2, w, {0, start, per_byte}) ==
+        S::Atomic);
   // Two accumulations cost twice the atomics.
   AccumulateInfo two = accumulate_info(accumulate_kernel(ScalarType::Float32, true));
   CHECK(two.n_accumulations == 2);

@@ -158,21 +158,27 @@ struct PrivateRun {
   const std::vector<uint64_t>& lengths;
 };
 
-// Whether the launch's targets may be kept apart per part: accessed only by accumulations,
-// bound to no other parameter, and small against the lanes of a part.
-bool private_fits(const AccumulateInfo& info, std::span<const uint64_t> args, size_t size,
-                  unsigned n_threads) {
+// Whether the launch's targets may be kept apart per part (accessed only by accumulations,
+// bound to no other parameter, small), and the work the other threads take from the calling
+// thread pays for the split and the copies.
+bool private_pays(const AccumulateInfo& info, std::span<const uint64_t> args, size_t size,
+                  unsigned n_threads, uint64_t work_per_elem, const AccumulateCosts& costs) {
   if (!info.privatizable || !targets_unaliased(info, args))
     return false;  // another parameter may read or write a target
-  uint64_t elems = 0, bytes = 0;
+  uint64_t bytes = 0;
   for (const AccumulateTarget& t : info.targets) {
     uint64_t n = target_length(t, args);
     if (n > kPrivateMaxBytes)  // too large whatever its type (and n * size cannot overflow)
       return false;
-    elems += n;
     bytes += copy_bytes_of(t, n);
   }
-  return bytes <= kPrivateMaxBytes && elems <= size / n_threads / kPrivateMinLanesPerElem;
+  if (bytes > kPrivateMaxBytes)
+    return false;
+  // In doubles: work_per_elem * size may pass 2^64 for loop kernels.
+  double taken = double(work_per_elem) * double(size) * double(n_threads - 1) / double(n_threads);
+  double cost = double(costs.private_min_work) +
+                double(bytes) * double(n_threads - 1) * double(costs.private_work_per_byte);
+  return taken >= cost;
 }
 
 }  // namespace
@@ -218,13 +224,13 @@ AccumulateInfo accumulate_info(const KernelIR& ir) {
 
 AccumulateStrategy choose_accumulate(const AccumulateInfo& info, std::span<const uint64_t> args,
                                      size_t size, size_t n_blocks, unsigned n_threads,
-                                     uint64_t work_per_elem, uint64_t atomic_work) {
+                                     uint64_t work_per_elem, const AccumulateCosts& costs) {
   if (n_blocks <= 1 || n_threads <= 1 || info.increments)
     return AccumulateStrategy::Alone;
-  if (private_fits(info, args, size, n_threads))
+  if (private_pays(info, args, size, n_threads, work_per_elem, costs))
     return AccumulateStrategy::Private;
   // Per element: work_per_elem alone, against (work_per_elem + atomics) / n_threads split.
-  uint64_t atomics = atomic_work * info.n_accumulations;
+  uint64_t atomics = costs.atomic_accumulate_work * info.n_accumulations;
   bool split_pays = work_per_elem * (n_threads - 1) > atomics;
   return split_pays ? AccumulateStrategy::Atomic : AccumulateStrategy::Alone;
 }
@@ -253,7 +259,7 @@ void run_privatized(ThreadPool& pool, KernelFn fn, const AccumulateInfo& info,
   for (size_t p = 0; p < n_parts; ++p) {
     uint64_t* a = part_args.data() + p * stride;
     std::copy(args.begin(), args.end(), a);
-    // private_fits() checked that no target is aliased; a copy is no parameter's buffer.
+    // private_pays() checked that no target is aliased; a copy is no parameter's buffer.
     a[args.size()] = static_cast<uint64_t>(AccumulateMode::Exclusive) | kTargetsUnaliased;
     if (p == 0)
       continue;

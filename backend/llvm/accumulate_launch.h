@@ -72,21 +72,27 @@ enum class AccumulateStrategy : uint8_t {
 /// A private copy (all targets of one part) may take at most this many bytes: beyond it the
 /// copies leave the cache and zeroing and merging them costs more than the atomics they save.
 inline constexpr uint64_t kPrivateMaxBytes = uint64_t{1} << 20;
-/// ... and the targets hold at most 1/kPrivateMinLanesPerElem as many elements as a part has
-/// lanes, so that zeroing and merging a copy (a few operations per element) stays small beside
-/// the adds it makes exclusive.
-inline constexpr uint64_t kPrivateMinLanesPerElem = 2;
+
+/// What the split strategies cost beyond the kernel's own work, in launch_plan.h's work units
+/// (the backend's values: LlvmTuning's fields of the same names).
+struct AccumulateCosts {
+  uint64_t atomic_accumulate_work;  // one lane's atomic combine
+  uint64_t private_min_work;        // a privatised split's start: the job, a late worker
+  uint64_t private_work_per_byte;   // filling a private copy and merging it, per byte
+};
 
 /// The strategy for a launch of `size` lanes whose plan has `n_blocks` blocks (<= 1: the
 /// calling thread alone; a kernel that increments always runs Alone), on a pool of `n_threads`;
 /// `args` are the launch's arguments (the targets' lengths are read from them, and a target that
-/// shares its buffer with another parameter is never privatised). A split launch that cannot keep
-/// private copies is Atomic only when its work per element, spread over the threads with
-/// `atomic_work` added per accumulation (LlvmTuning::atomic_accumulate_work), is less than on one
-/// thread without it; otherwise it runs Alone.
+/// shares its buffer with another parameter is never privatised). Private where the targets
+/// allow copies and the work the other threads take, work_per_elem * size * (n_threads - 1) /
+/// n_threads, pays for private_min_work plus private_work_per_byte for each byte of the
+/// copies. Otherwise a split launch is Atomic only when its work per element, spread over the
+/// threads with atomic_accumulate_work added per accumulation, is less than on one thread
+/// without it; else it runs Alone.
 AccumulateStrategy choose_accumulate(const AccumulateInfo& info, std::span<const uint64_t> args,
                                      size_t size, size_t n_blocks, unsigned n_threads,
-                                     uint64_t work_per_elem, uint64_t atomic_work);
+                                     uint64_t work_per_elem, const AccumulateCosts& costs);
 
 /// Runs a Private launch of `fn` with the launch's arguments `args` over `size` lanes in one
 /// part per pool thread (each part gets its own copy of the arguments, its targets redirected

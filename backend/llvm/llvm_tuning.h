@@ -42,6 +42,13 @@ struct LlvmTuning {
   /// a plain add. A launch that cannot keep private copies runs alone on one thread unless
   /// splitting it saves more than this (accumulate_launch.h); 0 always splits.
   uint64_t atomic_accumulate_work = 3000;
+  /// A launch that can keep private copies of its targets splits into them only when the work
+  /// the other threads take pays for the split's start (this) and for filling and merging the
+  /// copies (private_work_per_byte per byte of each). Measured on the 2-core CI machine,
+  /// 2^16-element histograms' crossovers: ~20k lanes into 16-1,024 bins, ~60k into 8,192 bins
+  /// (docs/llvm-backend-parallel.md). 0 and 0: every launch that can keep copies keeps them.
+  uint64_t private_min_work = uint64_t{1} << 20;
+  uint64_t private_work_per_byte = 64;
 };
 
 /// Each launch counts at least this much work towards tier_up_work.
