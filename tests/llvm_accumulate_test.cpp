@@ -236,6 +236,37 @@ TEST_CASE("accumulating kernels add atomically or plainly as the mode word says"
     }
 }
 
+TEST_CASE("a launch's writes are unaliased unless a written parameter shares another's buffer",
+          "[llvm]") {
+  // An accumulation into param 0 with indices from param 1, and a plain store of the values
+  // into param 5: both written.
+  KernelIR ir;
+  uint32_t pt = param(ir, ParamKind::BufferInOut, ScalarType::Float32);
+  uint32_t pi = param(ir, ParamKind::BufferIn, ScalarType::UInt32);
+  uint32_t pm = param(ir, ParamKind::BufferIn, ScalarType::Bool);
+  uint32_t pv = param(ir, ParamKind::BufferIn, ScalarType::Float32);
+  uint32_t pn = param(ir, ParamKind::Scalar, ScalarType::UInt64);
+  uint32_t po = param(ir, ParamKind::BufferOut, ScalarType::Float32);
+  uint32_t idx = emit(ir, IrOp::Load, ScalarType::UInt32, pi);
+  uint32_t mask = emit(ir, IrOp::Load, ScalarType::Bool, pm);
+  uint32_t val = emit(ir, IrOp::Load, ScalarType::Float32, pv);
+  emit(ir, IrOp::ScatterAdd, ScalarType::Float32, pt, idx, mask, val, pn);
+  emit(ir, IrOp::Store, ScalarType::Float32, po, val);
+  ir.finalize();
+  AccumulateInfo info = accumulate_info(ir);
+  CHECK(info.written == std::vector<uint32_t>{pt, po});
+  CHECK(writes_unaliased(info, std::vector<uint64_t>{1, 2, 3, 4, 99, 5}));
+  // The store's buffer is the index input: a lane reading its index again would see a store.
+  CHECK_FALSE(writes_unaliased(info, std::vector<uint64_t>{1, 2, 3, 4, 99, 2}));
+  CHECK_FALSE(writes_unaliased(info, std::vector<uint64_t>{1, 2, 3, 1, 99, 5}));  // target
+  CHECK_FALSE(writes_unaliased(info, std::vector<uint64_t>{1, 2, 3, 4, 99, 1}));  // two writes
+  // Two accumulation targets on one buffer combine in any order: still unaliased.
+  AccumulateInfo two = accumulate_info(accumulate_kernel(ScalarType::Float32, true));
+  CHECK(two.written == std::vector<uint32_t>{0, 5});
+  CHECK(writes_unaliased(two, std::vector<uint64_t>{1, 2, 3, 4, 37, 1, 38}));
+  CHECK_FALSE(writes_unaliased(two, std::vector<uint64_t>{1, 2, 3, 4, 37, 2, 38}));
+}
+
 TEST_CASE("an accumulating launch chooses alone, private copies or atomics", "[llvm]") {
   AccumulateInfo info = accumulate_info(accumulate_kernel(ScalarType::Float32));
   float target[1024], other[4];
@@ -384,7 +415,7 @@ TEST_CASE(
     "[llvm]") {
   // Every lane active (the tests above mask every fifth lane off): the unrolled lanes of a
   // full vector, with the index taken out of the vector register (mode word 1) or read from
-  // the input again (1 | kTargetsUnaliased); the value always comes from its register.
+  // the input again (1 | kWritesUnaliased); the value always comes from its register.
   KernelIR ir = accumulate_kernel(ScalarType::Float32);
   AccumulateInfo info = accumulate_info(ir);
   LlvmJit jit;
@@ -411,8 +442,8 @@ TEST_CASE(
     for (size_t i = 0; i < n; ++i)
       want[idx[i]] += vals[i];
     uint64_t words[] = {1, 2, 3, 4, 37};  // distinct buffers
-    CHECK(targets_unaliased(info, words));
-    for (uint64_t mode : {uint64_t{1}, 1 | kTargetsUnaliased}) {
+    CHECK(writes_unaliased(info, words));
+    for (uint64_t mode : {uint64_t{1}, 1 | kWritesUnaliased}) {
       std::vector<float> target(37, 0.5f);
       launch(target.data(), idx.data(), vals.data(), 37, mode);
       CHECK(ff_test::same_bits(target, want));
@@ -424,13 +455,13 @@ TEST_CASE(
     // (Forced on, a lane may leave the range its loaded index was checked against: the buffer
     // has room for every index a lane can then reach, at most 2n.)
     uint64_t aliased[] = {1, 1, 3, 4, n + 1};
-    CHECK_FALSE(targets_unaliased(info, aliased));
+    CHECK_FALSE(writes_unaliased(info, aliased));
     std::vector<uint32_t> start(2 * n + 2);
     std::iota(start.begin(), start.end(), 1u);
     const std::vector<float> tiny(n, std::bit_cast<float>(1u));
     std::vector<uint32_t> registers = start, memory = start;
     launch(registers.data(), registers.data(), tiny.data(), n + 1, 1);
-    launch(memory.data(), memory.data(), tiny.data(), n + 1, 1 | kTargetsUnaliased);
+    launch(memory.data(), memory.data(), tiny.data(), n + 1, 1 | kWritesUnaliased);
     CHECK(registers != memory);
     // Within the first vector (at least 4 lanes at every width) lane i added one at its loaded
     // index i + 1; no later lane reaches those elements.

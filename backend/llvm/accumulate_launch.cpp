@@ -163,7 +163,7 @@ struct PrivateRun {
 // thread pays for the split and the copies.
 bool private_pays(const AccumulateInfo& info, std::span<const uint64_t> args, size_t size,
                   unsigned n_threads, uint64_t work_per_elem, const AccumulateCosts& costs) {
-  if (!info.privatizable || !targets_unaliased(info, args))
+  if (!info.privatizable || !writes_unaliased(info, args))
     return false;  // another parameter may read or write a target
   uint64_t bytes = 0;
   for (const AccumulateTarget& t : info.targets) {
@@ -183,20 +183,24 @@ bool private_pays(const AccumulateInfo& info, std::span<const uint64_t> args, si
 
 }  // namespace
 
-bool targets_unaliased(const AccumulateInfo& info, std::span<const uint64_t> args) {
-  for (const AccumulateTarget& t : info.targets)
-    for (size_t p = 0; p < args.size(); ++p) {
-      bool other = std::none_of(info.targets.begin(), info.targets.end(),
-                                [&](const AccumulateTarget& u) { return u.param == p; });
-      if (other && args[p] == args[t.param])
+bool writes_unaliased(const AccumulateInfo& info, std::span<const uint64_t> args) {
+  auto is_target = [&](size_t p) {
+    return std::any_of(info.targets.begin(), info.targets.end(),
+                       [&](const AccumulateTarget& t) { return t.param == p; });
+  };
+  for (uint32_t w : info.written)
+    for (size_t p = 0; p < args.size(); ++p)
+      if (p != w && args[p] == args[w] && !(is_target(w) && is_target(p)))
         return false;
-    }
   return true;
 }
 
 AccumulateInfo accumulate_info(const KernelIR& ir) {
   AccumulateInfo info;
   std::vector<ParamSummary> uses = param_summary(ir);
+  for (uint32_t p = 0; p < uses.size(); ++p)
+    if (uses[p].writes())
+      info.written.push_back(p);
   bool one_op = true;
   for_each_instr(ir, [&](uint32_t, const IrInstr& in) {
     for_each_param(in, [&](const IrParamUse& u) {
@@ -260,7 +264,7 @@ void run_privatized(ThreadPool& pool, KernelFn fn, const AccumulateInfo& info,
     uint64_t* a = part_args.data() + p * stride;
     std::copy(args.begin(), args.end(), a);
     // private_pays() checked that no target is aliased; a copy is no parameter's buffer.
-    a[args.size()] = static_cast<uint64_t>(AccumulateMode::Exclusive) | kTargetsUnaliased;
+    a[args.size()] = static_cast<uint64_t>(AccumulateMode::Exclusive) | kWritesUnaliased;
     if (p == 0)
       continue;
     for (size_t t = 0; t < n_targets; ++t)

@@ -26,11 +26,11 @@ class ThreadPool;
 /// The launch-mode word args[n_params] of a kernel that accumulates: Exclusive combines with a
 /// plain load, combine and store (lanes in order), Atomic with an atomic read-modify-write.
 enum class AccumulateMode : uint64_t { Atomic = 0, Exclusive = 1 };
-/// A bit of the mode word beside the mode: no target shares its buffer with another parameter,
-/// so an exclusive lane may read its own element of an input again after earlier lanes wrote
-/// the targets (the code takes each lane's index and value from memory instead of out of a
-/// vector register).
-inline constexpr uint64_t kTargetsUnaliased = 2;
+/// A bit of the mode word beside the mode: no parameter the kernel writes shares its buffer
+/// with another parameter (writes_unaliased), so an exclusive lane may read its own element of
+/// an unwritten input again after earlier lanes wrote (the unrolled lanes read their index
+/// from memory instead of out of a vector register).
+inline constexpr uint64_t kWritesUnaliased = 2;
 
 /// A buffer parameter some instruction accumulates into.
 struct AccumulateTarget {
@@ -50,14 +50,17 @@ struct AccumulateInfo {
   /// Some instruction increments (ScatterInc): its lanes must see one counter, and they run
   /// on one thread so that the values are handed out in lane order, as a serial loop does.
   bool increments = false;
+  /// Every parameter some instruction writes, the targets included.
+  std::vector<uint32_t> written;
 
   bool accumulates() const { return !targets.empty(); }
 };
 
 AccumulateInfo accumulate_info(const KernelIR& ir);
 
-/// True when no target of `info` is bound to the same buffer as another parameter in `args`.
-bool targets_unaliased(const AccumulateInfo& info, std::span<const uint64_t> args);
+/// True when no parameter the kernel writes (info.written) is bound to the same buffer as
+/// another parameter in `args`, two accumulation targets apart (their combines commute).
+bool writes_unaliased(const AccumulateInfo& info, std::span<const uint64_t> args);
 
 /// How one launch of an accumulating kernel runs.
 enum class AccumulateStrategy : uint8_t {

@@ -224,7 +224,7 @@ void LlvmBackend::launch(const KernelHandle& kernel, size_t size, SizeProv,
     bits[args.size()] =
         static_cast<uint64_t>(how == AccumulateStrategy::Atomic ? AccumulateMode::Atomic
                                                                 : AccumulateMode::Exclusive) |
-        (targets_unaliased(k->accumulations(), {bits, args.size()}) ? kTargetsUnaliased : 0);
+        (writes_unaliased(k->accumulations(), {bits, args.size()}) ? kWritesUnaliased : 0);
   }
   if (p.n_blocks <= 1 || how == AccumulateStrategy::Alone) {
     fn(0, size, bits);

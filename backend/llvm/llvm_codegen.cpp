@@ -185,7 +185,7 @@ class KernelEmitter {
   std::vector<Value*> vals_;        // per instruction: its value in the body being emitted
   Value* exclusive_ = nullptr;      // accumulating kernels: i1, the launch's mode word says that
                                     // no other thread adds to the targets (accumulate_launch.h)
-  Value* unaliased_ = nullptr;      // ... and that no target shares a buffer with a parameter
+  Value* unaliased_ = nullptr;      // ... and that no written parameter shares another's buffer
   std::vector<uint8_t> read_only_;  // per parameter: no instruction writes its buffer
   unsigned interleave_;             // vector iterations per iteration of the interleaved loop
 
@@ -304,8 +304,7 @@ void KernelEmitter::emit(const std::string& name) {
     Value* slot = b_.CreateConstInBoundsGEP1_64(b_.getInt64Ty(), args, n_params);
     Value* mode = b_.CreateAlignedLoad(b_.getInt64Ty(), slot, llvm::Align(8));
     exclusive_ = b_.CreateICmpNE(b_.CreateAnd(mode, b_.getInt64(1)), b_.getInt64(0));
-    unaliased_ =
-        b_.CreateICmpNE(b_.CreateAnd(mode, b_.getInt64(kTargetsUnaliased)), b_.getInt64(0));
+    unaliased_ = b_.CreateICmpNE(b_.CreateAnd(mode, b_.getInt64(kWritesUnaliased)), b_.getInt64(0));
   }
 
   auto* pre = new_block("pre");
@@ -1043,9 +1042,9 @@ void KernelEmitter::emit_scatter_reduce_lanes(const IrInstr& in, Value* base, Va
   // input as a serial loop reads it, one load where extracting it takes one or two shuffles and
   // a move to an integer register. Its value stays in the vector: one shuffle instead of a load
   // (measured on Zen 4: 65,536 floats into 1,024 bins 20% faster than reading both, and than
-  // extracting both; every element type gains or ties). Reading the index again needs the
-  // targets to share no buffer with the input (the mode word's unaliased bit): otherwise it is
-  // extracted. A 32-bit index is extracted before it is widened: one vector to take apart, not
+  // extracting both; every element type gains or ties). Reading the index again needs no
+  // written parameter to share the input's buffer (the mode word's unaliased bit): otherwise it
+  // is extracted. A 32-bit index is extracted before it is widened: one vector to take apart, not
   // two. (Loads of each lane from a stack copy of the vectors are 1.5x slower on Zen 4: a
   // narrow load from a wide store waits for the store instead of forwarding from it.)
   ScalarType it = ir_.instrs[in.b].type;

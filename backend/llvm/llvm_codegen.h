@@ -27,7 +27,8 @@ namespace ff::llvm_backend {
 /// 5: float -> integer casts clamp in the float type instead of calling llvm.fpto*i.sat;
 ///    gathers with 32-bit indices from sources of at most 2^31 elements use 32-bit indices.
 /// 6: the unrolled exclusive accumulation reads an index or value that is an unwritten
-///    input's element from memory (accumulating kernels' mode word gains kTargetsUnaliased).
+///    input's element from memory (accumulating kernels' mode word gains kWritesUnaliased,
+///    then named for the targets only).
 /// 7: ... its index only; the value is taken from its vector register.
 inline constexpr int kCodegenRevision = 7;
 

@@ -39,7 +39,8 @@ struct LlvmTuning {
   /// What one lane's atomic add costs, in work units, when other threads add to the same
   /// target: ~18 ns per lane on the 2-core CI machine (a float atomic add is a compare-exchange
   /// loop, and the threads take the target's cache lines from each other), against ~0.5 ns for
-  /// a plain add. A launch that cannot keep private copies runs alone on one thread unless
+  /// a plain add. A launch that cannot keep private copies (or whose copies would not pay for
+  /// themselves: private_min_work) runs alone on one thread unless
   /// splitting it saves more than this (accumulate_launch.h); 0 always splits.
   uint64_t atomic_accumulate_work = 3000;
   /// A launch that can keep private copies of its targets splits into them only when the work
