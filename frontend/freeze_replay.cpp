@@ -80,7 +80,7 @@ void replay_handles(const Recording& r, std::span<const TypedHandle> inputs, Rep
   state();   // this thread's table exists before its window opens
   Window w;  // the evaluated_buffer and handle_for_buffer calls inside nest in it
   bind_inputs(inputs, s.bound);
-  s.outs = replay::run(*plan, backend, s.bound, options);
+  replay::run(*plan, backend, s.bound, options, s.outs);
   try {
     wrap_outputs(s.outs, inputs, device, s.outputs);
   } catch (...) {

@@ -82,7 +82,7 @@ class Replay {
   /// Whether this replay makes the agreements (ReplayOptions::agreements).
   bool agreements() const { return agreements_; }
 
-  std::vector<ReplayOutput> run(std::span<const ReplayInput> inputs) {
+  void run(std::span<const ReplayInput> inputs, std::vector<ReplayOutput>& outs) {
     check_ranks();
     bind_inputs(inputs);
     check_guards(0, plan_.n_early_guards);
@@ -93,9 +93,8 @@ class Replay {
       end_agreed_ = true;
       agree_ok();
     }
-    std::vector<ReplayOutput> outs = hand_over_outputs();
+    hand_over_outputs(outs);
     cleanup();
-    return outs;
   }
 
   /// Gives back everything this replay still holds (at once: the executor's work has run or
@@ -116,7 +115,8 @@ class Replay {
   void check_ranks();
   void bind_inputs(std::span<const ReplayInput> inputs);
   void copy_written_inputs(std::span<const ReplayInput> inputs);
-  std::vector<ReplayOutput> hand_over_outputs();
+  // Fills `outs` (its capacity reused: a replay loop allocates nothing for them).
+  void hand_over_outputs(std::vector<ReplayOutput>& outs);
 
   /// Runs an op sequence in order: the plan's (ReplayPlan::sequence) or, once the IR has loops,
   /// a loop op's body, a subrange of the same array. A loop op's case in step() would run
@@ -477,8 +477,8 @@ void Replay<Exec>::copy_written_inputs(std::span<const ReplayInput> inputs) {
 }
 
 template <class Exec>
-std::vector<ReplayOutput> Replay<Exec>::hand_over_outputs() {
-  std::vector<ReplayOutput> outs(d_.outputs.size());
+void Replay<Exec>::hand_over_outputs(std::vector<ReplayOutput>& outs) {
+  outs.assign(d_.outputs.size(), ReplayOutput{});
   for (size_t k = 0; k < outs.size(); ++k) {
     uint32_t slot = d_.outputs[k].slot;
     const rec::Slot& sl = d_.slots[slot];
@@ -504,7 +504,6 @@ std::vector<ReplayOutput> Replay<Exec>::hand_over_outputs() {
       s_.live[slot] = 0;  // ownership passes to the caller
     }
   }
-  return outs;
 }
 
 template <class Exec>
@@ -617,14 +616,14 @@ void after_collective_failure(Replay<Exec>& r, const std::exception& e) {
 }
 
 template <class Exec>
-std::vector<ReplayOutput> replay_with(const ReplayPlan& plan, Backend& backend, Exec exec,
-                                      std::span<const ReplayInput> inputs,
-                                      const ReplayOptions& options) {
+void replay_with(const ReplayPlan& plan, Backend& backend, Exec exec,
+                 std::span<const ReplayInput> inputs, const ReplayOptions& options,
+                 std::vector<ReplayOutput>& outs) {
   Replay<Exec> r(plan, backend, exec, t_scratch);
   r.set_check_collectives(options.check_collectives);
   r.set_agreements(options.agreements);
   try {
-    return r.run(inputs);
+    r.run(inputs, outs);
   } catch (const dist_impl::EveryRankError&) {  // every rank gives up here: none waits
     r.cleanup();
     throw;
@@ -641,23 +640,32 @@ std::vector<ReplayOutput> replay_with(const ReplayPlan& plan, Backend& backend, 
 
 }  // namespace
 
-std::vector<ReplayOutput> run(const ReplayPlan& plan, Backend& backend,
-                              std::span<const ReplayInput> inputs, const ReplayOptions& options) {
+void run(const ReplayPlan& plan, Backend& backend, std::span<const ReplayInput> inputs,
+         const ReplayOptions& options, std::vector<ReplayOutput>& outs) {
+  outs.clear();  // nothing of an earlier replay's stays behind an error
   // Op by op when an observer times or traces each op, or when an outer recording must see
   // single ops with their provenance; batched when the backend prefers command lists.
   if (options.provenance)
     return options.observer
                ? replay_with(plan, backend, Observed<Nested>(Nested(backend), *options.observer),
-                             inputs, options)
-               : replay_with(plan, backend, Nested(backend), inputs, options);
+                             inputs, options, outs)
+               : replay_with(plan, backend, Nested(backend), inputs, options, outs);
   if (options.observer)
     return replay_with(plan, backend, Observed<Direct>(Direct(backend), *options.observer), inputs,
-                       options);
+                       options, outs);
   if (backend.prefers_command_lists()) {
     auto plan_id = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(&plan));
-    return replay_with(plan, backend, Batching(backend, t_scratch.list, plan_id), inputs, options);
+    return replay_with(plan, backend, Batching(backend, t_scratch.list, plan_id), inputs, options,
+                       outs);
   }
-  return replay_with(plan, backend, Direct(backend), inputs, options);
+  return replay_with(plan, backend, Direct(backend), inputs, options, outs);
+}
+
+std::vector<ReplayOutput> run(const ReplayPlan& plan, Backend& backend,
+                              std::span<const ReplayInput> inputs, const ReplayOptions& options) {
+  std::vector<ReplayOutput> outs;
+  run(plan, backend, inputs, options, outs);
+  return outs;
 }
 
 }  // namespace ff::replay

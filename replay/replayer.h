@@ -61,4 +61,9 @@ struct ReplayOptions {
 std::vector<ReplayOutput> run(const ReplayPlan& plan, Backend& backend,
                               std::span<const ReplayInput> inputs, const ReplayOptions& options);
 
+/// The same, the outputs written to `outs` (cleared first; a caller that keeps it across
+/// replays allocates nothing for them). On an error `outs` holds nothing the caller owns.
+void run(const ReplayPlan& plan, Backend& backend, std::span<const ReplayInput> inputs,
+         const ReplayOptions& options, std::vector<ReplayOutput>& outs);
+
 }  // namespace ff::replay
