@@ -369,6 +369,22 @@ TEST_CASE("replay executors: a batched replay that fails a guard gives every buf
     CHECK_THROWS_AS(replay::run(plan, backend, in, {}), GuardError);
     CHECK(backend.stats().bytes_allocated == bytes_before);
     CHECK((backend.submits > 0) == batches);
+    // Into a kept vector (as frozen calls replay): a good replay fills it, and a failed one
+    // after it leaves nothing of the good one's outputs (given back, not the caller's).
+    std::vector<float> high(64, 1.f);
+    void* q = backend.alloc(ScalarType::Float32, high.size(), {});
+    backend.copy(q, high.data(), high.size() * sizeof(float), CopyKind::HostToDevice);
+    replay::ReplayInput good[] = {{q, ScalarType::Float32, high.size()}};
+    std::vector<replay::ReplayOutput> outs;
+    replay::run(plan, backend, good, {}, outs);
+    REQUIRE_FALSE(outs.empty());
+    for (const replay::ReplayOutput& o : outs)
+      if (o.input < 0 && o.same_as < 0)
+        backend.release(o.ptr);
+    CHECK_THROWS_AS(replay::run(plan, backend, in, {}, outs), GuardError);
+    CHECK(outs.empty());
+    CHECK(backend.stats().bytes_allocated == bytes_before + high.size() * sizeof(float));
+    backend.release(q);
     backend.release(p);
   }
   ff::shutdown();
