@@ -263,7 +263,8 @@ void run_privatized(ThreadPool& pool, KernelFn fn, const AccumulateInfo& info,
   for (size_t p = 0; p < n_parts; ++p) {
     uint64_t* a = part_args.data() + p * stride;
     std::copy(args.begin(), args.end(), a);
-    // private_pays() checked that no target is aliased; a copy is no parameter's buffer.
+    // private_pays() checked that no written parameter is aliased; a copy is no parameter's
+    // buffer.
     a[args.size()] = static_cast<uint64_t>(AccumulateMode::Exclusive) | kWritesUnaliased;
     if (p == 0)
       continue;
