@@ -669,7 +669,7 @@ void RecordingBackend::collective(const dist_impl::Collective& c) {
       return;
     ScopeCollectives& sc = s.collectives;
     ++sc.count;
-    sc.sizes = sc.sizes || c.kind != CollectiveKind::AllReduce;
+    sc.sizes = sc.sizes || exchanges_sizes(c.kind);
     sc.inside = false;
     auto h = s.resolve(c.in, c.type, c.count * elem);
     auto d = s.resolve(c.out, c.type, c.out_count * elem);

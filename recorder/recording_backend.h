@@ -35,7 +35,7 @@ struct InputBinding {
 /// of an outermost scope that exchanged sizes, and one to report its failure).
 struct ScopeCollectives {
   uint32_t count = 0;   // collectives run
-  bool sizes = false;   // one of them exchanged sizes (every kind but all_reduce)
+  bool sizes = false;   // one of them exchanged sizes (exchanges_sizes())
   bool inside = false;  // a collective has begun (its count exchange) and not yet finished
 };
 

@@ -62,7 +62,7 @@ std::vector<Extent> buffer_extents(const KernelIR& ir) {
 bool agrees_at_end(const rec::RecordingData& d) {
   return std::any_of(d.ops.begin(), d.ops.end(), [](const rec::Op& op) {
     return op.code == rec::OpCode::Collective &&
-           static_cast<rec::CollectiveKind>(op.sub) != rec::CollectiveKind::AllReduce;
+           exchanges_sizes(static_cast<rec::CollectiveKind>(op.sub));
   });
 }
 

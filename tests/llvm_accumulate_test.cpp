@@ -118,10 +118,11 @@ AccumulateStrategy run(Backend& be, const KernelHandle& h, const AccumulateInfo&
   for (const KernelArg& a : args)
     words.push_back(a.bits);
   size_t n = l.idx.size();
-  const LlvmTuning t;
-  AccumulateStrategy how = choose_accumulate(
-      info, words, n, launch_plan(be, h, n).n_blocks, threads, kernel_work_per_elem(h),
-      {atomic_work, t.private_min_work, t.private_work_per_byte});
+  LlvmTuning t;  // the backend's (check_type sets only its atomic work)
+  t.atomic_accumulate_work = atomic_work;
+  AccumulateStrategy how =
+      choose_accumulate(info, words, n, launch_plan(be, h, n).n_blocks, threads,
+                        kernel_work_per_elem(h), t.accumulate_costs());
   be.launch(h, n, {}, args);
   return how;
 }

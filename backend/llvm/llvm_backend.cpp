@@ -217,10 +217,8 @@ void LlvmBackend::launch(const KernelHandle& kernel, size_t size, SizeProv,
   LaunchPlan p = plan(*k, size);
   AccumulateStrategy how = AccumulateStrategy::Atomic;
   if (k->accumulations().accumulates()) {
-    how = choose_accumulate(
-        k->accumulations(), {bits, args.size()}, size, p.n_blocks, pool_.n_threads(),
-        k->work_per_elem(),
-        {tuning_.atomic_accumulate_work, tuning_.private_min_work, tuning_.private_work_per_byte});
+    how = choose_accumulate(k->accumulations(), {bits, args.size()}, size, p.n_blocks,
+                            pool_.n_threads(), k->work_per_elem(), tuning_.accumulate_costs());
     bits[args.size()] =
         static_cast<uint64_t>(how == AccumulateStrategy::Atomic ? AccumulateMode::Atomic
                                                                 : AccumulateMode::Exclusive) |

@@ -8,6 +8,7 @@
 
 #include "backend/backend.h"
 #include "backend/backend_options.h"
+#include "backend/llvm/accumulate_launch.h"
 #include "backend/llvm/llvm_jit.h"
 
 namespace ff::llvm_backend {
@@ -50,6 +51,11 @@ struct LlvmTuning {
   /// (docs/llvm-backend-parallel.md). 0 and 0: every launch that can keep copies keeps them.
   uint64_t private_min_work = uint64_t{1} << 20;
   uint64_t private_work_per_byte = 64;
+
+  /// The three costs above, as choose_accumulate takes them.
+  AccumulateCosts accumulate_costs() const {
+    return {atomic_accumulate_work, private_min_work, private_work_per_byte};
+  }
 };
 
 /// Each launch counts at least this much work towards tier_up_work.

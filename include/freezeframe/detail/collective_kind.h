@@ -13,6 +13,13 @@ enum class CollectiveKind : uint8_t { AllReduce = 0, AllGather = 1, Broadcast = 
 /// "all_reduce", "all_gather", "broadcast", "sendrecv"; "invalid-collective" for other values.
 const char* to_string(CollectiveKind k);
 
+/// Whether a collective's result size comes from the other ranks (every kind but all_reduce,
+/// whose result has its input's size). A recording or replay that holds one ends with one more
+/// agreement of every rank: the recording and replaying sides decide it from this alike.
+constexpr bool exchanges_sizes(CollectiveKind k) {
+  return k != CollectiveKind::AllReduce;
+}
+
 /// "No peer": a sendrecv with it as dest sends nothing, as source receives nothing.
 inline constexpr int kNoPeer = -1;
 
